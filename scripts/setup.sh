@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Set up what the project needs on this machine; idempotent, safe to re-run.
+#   system packages (apt, only as root; otherwise says what to install),
+#   .venv       the project with ReFrame (pinned in pyproject.toml),
+#   .venv-mpi/  the PyPI MPI wheels, one venv each (pins in src/mpimatrix/pypi_mpis.py).
+# Usage: scripts/setup.sh [--cluster]   (--cluster: also Slurm + munge for the emulated cluster)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pkgs="openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make python3-venv"
+[ "${1:-}" = "--cluster" ] && pkgs="$pkgs slurm-wlm munge libpmix2 iproute2 util-linux"
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "setup: installing system packages:$missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    else
+        echo "setup: missing system packages:$missing" >&2
+        echo "setup: install them with: sudo apt-get install$missing" >&2
+        exit 1
+    fi
+fi
+
+py=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $($py --version)"
+    "$py" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+.venv/bin/mpimatrix install-pypi-mpis

@@ -1,0 +1,148 @@
+"""The IMB benchmarks the checks run, and the performance variables of each.
+
+Sizes of interest: point-to-point latency at 8 B and bandwidth at 4 MiB;
+collectives t_avg at 8 B and 1 MiB. The whole size curve is kept in the run
+record besides these variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KiB, MiB = 1 << 10, 1 << 20
+SMALL, LARGE_COLL, LARGE_BW = 8, 1 * MiB, 4 * MiB
+
+# Message sizes per profile (ReFrame mode): quick = a few sizes, full = the
+# whole 1 B .. 4 MiB sweep. Both contain the sizes of the performance variables.
+SIZES = {
+    "quick": [SMALL, 1 * KiB, 64 * KiB, LARGE_COLL, LARGE_BW],
+    "full": [1 << i for i in range(0, 23)],
+}
+# -iter / -time per profile (IMB scales repetitions down for large messages).
+ITERATIONS = {
+    "quick": ["-iter", "200", "-time", "1"],
+    "full": ["-iter", "1000", "-time", "10"],
+}
+
+# Latency-like column: the first of these a table has.
+LAT = ("t_avg[usec]", "t[usec]", "t_pure[usec]")
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    columns: tuple[str, ...]  # first present column is used
+    size: int | None  # None: unsized table, or first row of a one-size table
+    unit: str
+    higher_is_better: bool = False
+
+
+KINDS = {
+    "p2p": (Metric("latency_8B", LAT, SMALL, "us"),
+            Metric("bandwidth_4MiB", ("Mbytes/sec",), LARGE_BW, "MB/s", True)),
+    "coll": (Metric("t_avg_8B", LAT, SMALL, "us"),
+             Metric("t_avg_1MiB", LAT, LARGE_COLL, "us")),
+    "unsized": (Metric("t_avg", LAT, None, "us"),),
+    "nbc": (Metric("t_pure_8B", ("t_pure[usec]",), SMALL, "us"),
+            Metric("t_pure_1MiB", ("t_pure[usec]",), LARGE_COLL, "us"),
+            Metric("overlap_1MiB", ("overlap[%]",), LARGE_COLL, "%", True)),
+    "nbc_unsized": (Metric("t_pure", ("t_pure[usec]",), None, "us"),
+                    Metric("overlap", ("overlap[%]",), None, "%", True)),
+    "atomic": (Metric("latency", ("t[usec]",), None, "us"),),
+    "passive": (Metric("t_pure_8B", ("t_pure[usec]",), SMALL, "us"),
+                Metric("t_ovrl_8B", ("t_ovrl[usec]",), SMALL, "us")),
+}
+
+
+@dataclass(frozen=True)
+class ImbBenchmark:
+    suite: str  # MPI1, P2P, NBC, RMA -> binary IMB-<suite>
+    name: str
+    kind: str
+    min_ranks: int = 2
+    max_ranks: int | None = None  # PingPong & co. use exactly 2 ranks
+    quick: bool = False
+    modes: tuple[str, ...] = ()  # RMA modes the table comes in; metrics use the first
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}:{self.name}"
+
+    @property
+    def binary(self) -> str:
+        return f"IMB-{self.suite}"
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        return KINDS[self.kind]
+
+    @property
+    def sized(self) -> bool:
+        return self.kind not in ("unsized", "nbc_unsized", "atomic")
+
+
+def _b(suite, name, kind, **kw):
+    return ImbBenchmark(suite, name, kind, **kw)
+
+
+RMA_MODES = ("NON-AGGREGATE", "AGGREGATE")
+
+CATALOGUE: tuple[ImbBenchmark, ...] = (
+    # IMB-MPI1: the 19 default benchmarks
+    _b("MPI1", "PingPong", "p2p", max_ranks=2, quick=True),
+    _b("MPI1", "PingPing", "p2p", max_ranks=2),
+    _b("MPI1", "Sendrecv", "p2p", quick=True),
+    _b("MPI1", "Exchange", "p2p"),
+    _b("MPI1", "Allreduce", "coll", quick=True),
+    _b("MPI1", "Reduce", "coll"),
+    _b("MPI1", "Reduce_local", "coll"),
+    _b("MPI1", "Reduce_scatter", "coll", quick=True),
+    _b("MPI1", "Reduce_scatter_block", "coll"),
+    _b("MPI1", "Allgather", "coll"),
+    _b("MPI1", "Allgatherv", "coll", quick=True),
+    _b("MPI1", "Gather", "coll", quick=True),
+    _b("MPI1", "Gatherv", "coll"),
+    _b("MPI1", "Scatter", "coll"),
+    _b("MPI1", "Scatterv", "coll"),
+    _b("MPI1", "Alltoall", "coll", quick=True),
+    _b("MPI1", "Alltoallv", "coll"),
+    _b("MPI1", "Bcast", "coll", quick=True),
+    _b("MPI1", "Barrier", "unsized", quick=True),
+    # IMB-P2P
+    _b("P2P", "PingPong", "p2p", quick=True),
+    _b("P2P", "PingPing", "p2p"),
+    _b("P2P", "Unirandom", "p2p"),
+    _b("P2P", "Birandom", "p2p"),
+    _b("P2P", "Corandom", "p2p"),
+    _b("P2P", "Stencil2D", "p2p", min_ranks=4),
+    _b("P2P", "Stencil3D", "p2p", min_ranks=8),
+    _b("P2P", "SendRecv_Replace", "p2p"),
+    # IMB-NBC (the default, overlapping variants)
+    *(_b("NBC", n, "nbc", quick=n in ("Iallreduce", "Ibcast")) for n in (
+        "Iallgather", "Iallgatherv", "Iallreduce", "Ialltoall", "Ialltoallv", "Ibcast",
+        "Igather", "Igatherv", "Ireduce", "Ireduce_scatter", "Iscatter", "Iscatterv")),
+    _b("NBC", "Ibarrier", "nbc_unsized"),
+    # IMB-RMA (the default set)
+    *(_b("RMA", n, "p2p", modes=RMA_MODES, quick=n == "Unidir_put") for n in (
+        "Unidir_put", "Unidir_get", "Bidir_put", "Bidir_get", "Put_local", "Accumulate",
+        "Get_accumulate")),
+    *(_b("RMA", n, "coll") for n in (
+        "Put_all_local", "One_put_all", "One_get_all", "All_put_all", "All_get_all",
+        "Exchange_put", "Exchange_get")),
+    _b("RMA", "Compare_and_swap", "atomic", modes=RMA_MODES, quick=True),
+    _b("RMA", "Fetch_and_op", "atomic", modes=RMA_MODES),
+    _b("RMA", "Truly_passive_put", "passive"),
+)
+
+BY_KEY = {b.key: b for b in CATALOGUE}
+
+
+def metric_value(table, metric: Metric) -> float | None:
+    """The metric's value in a parsed table, or None if the table lacks it."""
+    row = table.row(metric.size)
+    if row is None:
+        return None
+    for col in metric.columns:
+        if col in row:
+            return row[col]
+    return None

@@ -1,0 +1,42 @@
+"""Where the project keeps things. MPIMATRIX_HOME overrides the project root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_root() -> Path:
+    env = os.environ.get("MPIMATRIX_HOME")
+    if env:
+        return Path(env).resolve()
+    # src/mpimatrix/paths.py -> project root (editable install or source tree)
+    return Path(__file__).resolve().parents[2]
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("MPIMATRIX_RESULTS", project_root() / "results")).resolve()
+
+
+def references_dir() -> Path:
+    return results_dir() / "references"
+
+
+def reports_dir() -> Path:
+    return results_dir() / "reports"
+
+
+def results_db() -> Path:
+    return Path(os.environ.get("RFM_SQLITE_DB_FILE", results_dir() / "db" / "results.db"))
+
+
+def cache_dir() -> Path:
+    """Machine-local generated files (ABI link dirs, compiled helpers); never committed."""
+    d = Path(os.environ.get("MPIMATRIX_CACHE", project_root() / ".cache"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def pypi_mpi_root() -> Path:
+    """Where the set-up installs the PyPI MPI wheels, one venv per MPI."""
+    return Path(os.environ.get("MPIMATRIX_PYPI_MPIS", project_root() / ".venv-mpi"))

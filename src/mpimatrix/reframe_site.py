@@ -1,0 +1,128 @@
+"""Generate the ReFrame site configuration from build records.
+
+One ReFrame environment per build. Launcher flags are not the partition's
+business here: every check replaces the partition launcher with the build's own
+(see mpimatrix.launch), because ReFrame's mpirun launchers place nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .build_record import BuildRecord
+from .build_sources import BuildSet, load_builds
+from .paths import project_root, reports_dir, results_db, results_dir
+
+PERFLOG_FORMAT = (
+    "%(check_job_completion_time)s|reframe %(version)s|%(check_display_name)s|"
+    "%(check_system)s:%(check_partition)s|%(check_environ)s|"
+    "%(check_build_hash)s|%(check_job_nodelist)s|%(check_perfvalues)s"
+)
+PERFVAR_FORMAT = (
+    "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s "
+    "(ref=%(check_perf_ref)s l=%(check_perf_lower_thres)s "
+    "u=%(check_perf_upper_thres)s %(check_perf_result)s)|"
+)
+
+# Performance runs are serial: two benchmarks sharing the cores of a node
+# measure each other. Every mode therefore uses the serial execution policy
+# and every partition allows one job at a time.
+SERIAL = ["--exec-policy=serial"]
+
+MODES = [
+    # The README's main job: sanity on every build, a representative IMB/OSU
+    # subset at a few sizes. Minutes.
+    {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick",
+                                  "--performance-report"]},
+    # Whole catalogue, full size sweeps.
+    {"name": "full", "options": [*SERIAL, "--setvar=profile=full", "--performance-report"]},
+]
+
+
+def environment(rec: BuildRecord) -> dict:
+    env = {
+        "name": rec.environ_name,
+        "cc": rec.cc,
+        "env_vars": [[k, v] for k, v in rec.env.items()],
+        "features": rec.features(),
+        "extras": {"build": rec.to_dict()},
+    }
+    if rec.prepare_cmds:
+        env["prepare_cmds"] = list(rec.prepare_cmds)
+    return env
+
+
+def local_system(envs: list[str]) -> dict:
+    return {
+        "name": "local",
+        "descr": "This machine, no scheduler: intranode checks on every build",
+        "hostnames": [".*"],
+        "modules_system": "nomod",
+        "prefix": str(results_dir()),
+        "partitions": [{
+            "name": "default",
+            "descr": "mpiexec/mpirun of each build on this node",
+            "scheduler": "local",
+            "launcher": "local",
+            "environs": envs,
+            "max_jobs": 1,
+            "features": ["nodes1"],
+            "extras": {"nodes": 1, "launch": "mpiexec"},
+        }],
+    }
+
+
+def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | None = None
+                 ) -> dict:
+    buildset = buildset or load_builds()
+    for d in (results_dir(), reports_dir(), results_db().parent):
+        d.mkdir(parents=True, exist_ok=True)
+    report_skipped(buildset)
+    envs = [environment(b) for b in buildset.builds]
+    names = [e["name"] for e in envs]
+    systems = [*list(extra_systems or []), local_system(names)]
+    if not envs:
+        # ReFrame needs at least one environment per partition: keep a marker one
+        # so that `reframe --list` works and says why nothing runs.
+        envs = [{"name": "no-mpi-build-found", "features": []}]
+        for s in systems:
+            for p in s["partitions"]:
+                p["environs"] = ["no-mpi-build-found"]
+    return {
+        "systems": systems,
+        "environments": envs,
+        "modes": MODES,
+        "logging": [{
+            "handlers_perflog": [{
+                "type": "filelog",
+                "prefix": "%(check_system)s/%(check_partition)s",
+                "level": "info",
+                "format": PERFLOG_FORMAT,
+                "format_perfvars": PERFVAR_FORMAT,
+                "append": True,
+            }],
+            "handlers": [
+                {"type": "stream", "name": "stdout", "level": "info",
+                 "format": "%(message)s"},
+                {"type": "file", "name": str(results_dir() / "reframe.log"),
+                 "level": "debug", "append": False,
+                 "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s"},
+            ],
+        }],
+        "general": [{
+            "check_search_path": [str(project_root() / "reframe_checks")],
+            "check_search_recursive": True,
+            "report_file": str(reports_dir() / "run-{sessionid}.json"),
+            "save_log_files": True,
+        }],
+        "storage": [{"enable": True, "sqlite_db_file": str(results_db())}],
+    }
+
+
+def report_skipped(buildset: BuildSet) -> None:
+    """Say, on stderr, which builds will not run and why (once per process)."""
+    if getattr(report_skipped, "_done", False):
+        return
+    report_skipped._done = True
+    for s in buildset.skipped:
+        print(f"mpimatrix: WARNING: build {s.name} skipped: {s.reason}", file=sys.stderr)
