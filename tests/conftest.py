@@ -1,19 +1,8 @@
-"""Shared fixtures: real builds on this machine and real ReFrame runs."""
+"""Shared fixtures: the real builds on this machine."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures"
-CONFIG = ROOT / "site_config" / "reframe_config.py"
-REFRAME = str(Path(sys.executable).parent / "reframe")
 
 
 @pytest.fixture(scope="session")
@@ -24,18 +13,3 @@ def buildset():
     if not bs.builds:
         pytest.skip("no MPI build on this machine: run scripts/setup.sh first")
     return bs
-
-
-def run_reframe(results: Path, *args: str, env: dict | None = None,
-                timeout: int = 1200) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """Run ReFrame with the project config, results under `results`; return the report."""
-    report = results / "reports" / "test-report.json"
-    full_env = {**os.environ, "MPIMATRIX_RESULTS": str(results), **(env or {})}
-    cmd = [REFRAME, "-C", str(CONFIG), "--report-file", str(report), *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
-    data = json.loads(report.read_text()) if report.exists() else None
-    return proc, data
-
-
-def testcases(report: dict) -> list[dict]:
-    return [tc for run in report["runs"] for tc in run["testcases"]]

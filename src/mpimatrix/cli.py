@@ -205,7 +205,7 @@ def _register_optional(sub) -> None:
     """Command groups living in their own modules."""
     import importlib
 
-    for mod in ("mpimatrix.vcluster.cli", "mpimatrix.spack_cli"):
+    for mod in ("mpimatrix.vcluster.cli", "mpimatrix.spack_cli", "mpimatrix.osu_build"):
         try:
             importlib.import_module(mod).register(sub)
         except ModuleNotFoundError as err:

@@ -32,10 +32,9 @@ SERIAL = ["--exec-policy=serial"]
 MODES = [
     # The README's main job: sanity on every build, a representative IMB/OSU
     # subset at a few sizes. Minutes.
-    {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick",
-                                  "--performance-report"]},
+    {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick"]},
     # Whole catalogue, full size sweeps.
-    {"name": "full", "options": [*SERIAL, "--setvar=profile=full", "--performance-report"]},
+    {"name": "full", "options": [*SERIAL, "--setvar=profile=full"]},
 ]
 
 

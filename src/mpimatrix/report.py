@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from .references import testcases
@@ -48,6 +49,8 @@ def rows(session: dict) -> list[list[str]]:
             build = tc.get("environ", "?")
         result = tc.get("result", "?")
         detail = perf_text(tc)
+        if not detail and tc.get("library") not in (None, "", "<undefined>"):
+            detail = f"library: {tc['library']}"
         if result in ("fail", "abort"):
             reason = (tc.get("fail_reason") or "").replace("\n", " ")
             detail = f"[{tc.get('fail_phase')}] {reason}"
@@ -60,6 +63,35 @@ def rows(session: dict) -> list[list[str]]:
     return out
 
 
+def _split_var(var: str) -> tuple[str, str]:
+    """latency_8B -> ("latency", "8 B"); t_avg_1MiB -> ("t_avg", "1 MiB")."""
+    m = re.match(r"^(.*)_(\d+)(B|KiB|MiB)$", var)
+    return (m.group(1), f"{m.group(2)} {m.group(3)}") if m else (var, "")
+
+
+def regressions(session: dict) -> list[str]:
+    """One line per performance value outside its reference, naming everything."""
+    out = []
+    for tc in testcases([session]):
+        for fullvar, pv in (tc.get("perfvalues") or {}).items():
+            value, ref, lower, upper, unit, res = pv[:6]
+            if res != "fail":
+                continue
+            metric, size = _split_var(fullvar.rsplit(":", 1)[-1])
+            build = tc.get("build_name") or tc.get("environ")
+            bound = (f"allowed {_pct(upper)}" if upper is not None
+                     else f"allowed {_pct(lower)}" if lower is not None else "")
+            change = f"{(value - ref) / ref:+.0%}" if ref else "n/a"
+            out.append(f"REGRESSION {build} {check_label(tc)} {tc.get('placement', '')} "
+                       f"{metric}{' at ' + size if size else ''}: {_fmt_value(value)} {unit} "
+                       f"vs reference {_fmt_value(ref)} {unit} ({change}, {bound})")
+    return out
+
+
+def _pct(x) -> str:
+    return f"{x:+.0%}"
+
+
 def format_table(session: dict, width: int = 200) -> str:
     header = ["build", "check", "placement", "result", "nodes", "values / reason"]
     data = rows(session)
@@ -68,6 +100,10 @@ def format_table(session: dict, width: int = 200) -> str:
     for r in [header, *data]:
         head = "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False))
         lines.append(f"{head}  {r[5]}"[:width])
+    regs = regressions(session)
+    if regs:
+        lines.append("")
+        lines += regs
     info = session.get("session_info", {})
     n, f = info.get("num_cases", len(data)), info.get("num_failures", 0)
     lines.append("")

@@ -1,0 +1,30 @@
+"""Helpers shared by the tests: paths and real ReFrame runs with the project config."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures"
+CONFIG = ROOT / "site_config" / "reframe_config.py"
+REFRAME = str(Path(sys.executable).parent / "reframe")
+
+
+def run_reframe(results: Path, *args: str, env: dict | None = None,
+                timeout: int = 1200) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """Run ReFrame with the project config, results under `results`; return the report."""
+    report = results / "reports" / "test-report.json"
+    report.unlink(missing_ok=True)
+    full_env = {**os.environ, "MPIMATRIX_RESULTS": str(results), **(env or {})}
+    cmd = [REFRAME, "-C", str(CONFIG), "--report-file", str(report), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=timeout)
+    data = json.loads(report.read_text()) if report.exists() else None
+    return proc, data
+
+
+def report_cases(report: dict) -> list[dict]:
+    return [tc for run in report["runs"] for tc in run["testcases"]]

