@@ -97,3 +97,17 @@ def test_catalogue_counts():
 def test_human_size():
     assert [imb_output.human_size(n) for n in (0, 8, 2048, 3000, 1 << 20)] == [
         "0B", "8B", "2KiB", "3000B", "1MiB"]
+
+
+def test_reductions_round_sizes_up_to_whole_floats():
+    """Reductions use MPI_FLOAT: a 1..4 B request prints three 4 B rows (real full sweep)."""
+    r = run("mpich-4.0.2-debian_IMB-MPI1_Allreduce_full_sweep.txt")
+    table = r.find("Allreduce", 2)
+    assert table.sizes()[:4] == [4, 4, 4, 8]
+    allreduce = BY_KEY["MPI1:Allreduce"]
+    assert allreduce.table_sizes([1, 2, 4, 8]) == [4, 8]
+    assert imb_sanity.problems(r, allreduce, 2, SIZES["full"]) == []
+    # the same table is incomplete for a benchmark on bytes
+    errs = imb_sanity.problems(r, BY_KEY["MPI1:Allreduce"].__class__(
+        "MPI1", "Allreduce", "coll"), 2, SIZES["full"])
+    assert errs == ["IMB-MPI1 Allreduce: sizes 1B, 2B missing from the table"]

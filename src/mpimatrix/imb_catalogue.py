@@ -63,6 +63,8 @@ class ImbBenchmark:
     max_ranks: int | None = None  # PingPong & co. use exactly 2 ranks
     quick: bool = False
     modes: tuple[str, ...] = ()  # RMA modes the table comes in; metrics use the first
+    # Reductions work on MPI_FLOAT: IMB rounds every size up to a multiple of 4 B.
+    elem_size: int = 1
 
     @property
     def key(self) -> str:
@@ -80,9 +82,18 @@ class ImbBenchmark:
     def sized(self) -> bool:
         return self.kind not in ("unsized", "nbc_unsized", "atomic")
 
+    def table_sizes(self, sizes: list[int]) -> list[int]:
+        """The sizes IMB prints for the requested ones."""
+        e = self.elem_size
+        return sorted({max(e, -(-s // e) * e) for s in sizes})
+
+
+REDUCTIONS = {"Allreduce", "Reduce", "Reduce_local", "Reduce_scatter", "Reduce_scatter_block",
+              "Iallreduce", "Ireduce", "Ireduce_scatter", "Accumulate", "Get_accumulate"}
+
 
 def _b(suite, name, kind, **kw):
-    return ImbBenchmark(suite, name, kind, **kw)
+    return ImbBenchmark(suite, name, kind, elem_size=4 if name in REDUCTIONS else 1, **kw)
 
 
 RMA_MODES = ("NON-AGGREGATE", "AGGREGATE")

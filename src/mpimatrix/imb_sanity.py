@@ -25,13 +25,19 @@ def problems(run: ImbRun, bench: ImbBenchmark, nprocs: int, sizes: list[int]) ->
             continue
         if not bench.sized or bench.kind == "atomic":
             continue
-        missing = missing_sizes(table, sizes)
-        if missing:
-            have = [s for s in table.sizes() if s < missing[0]]
+        want = bench.table_sizes(sizes)
+        missing = missing_sizes(table, want)
+        if not missing:
+            continue
+        have = table.sizes()
+        if max(have, default=-1) < missing[0]:
             after = f"after {human_size(have[-1])}" if have else "before the first size"
             errs.append(f"{label} died at {human_size(missing[0])} ({missing[0]} B): table "
-                        f"stopped {after}, {len(missing)} of {len(sizes)} sizes missing"
+                        f"stopped {after}, {len(missing)} of {len(want)} sizes missing"
                         f"{died}")
+        else:
+            errs.append(f"{label}: sizes {', '.join(map(human_size, missing))} missing "
+                        f"from the table{died}")
     if not errs and not run.finalized:
         errs.append(f"{name}: the run ended before MPI_Finalize{died}")
     return errs
