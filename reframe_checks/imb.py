@@ -15,12 +15,12 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
 from mpimatrix import imb_output, imb_sanity
-from mpimatrix.checks_base import BuildCheck
+from mpimatrix.checks_base import BuildCheck, CatalogueMetrics
 from mpimatrix.imb_catalogue import BY_KEY, CATALOGUE, ITERATIONS, SIZES, metric_value
 
 
 @rfm.simple_test
-class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck):
+class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
     descr = "Intel MPI Benchmarks"
     valid_prog_environs = ["+imb"]
     benchmark = parameter([b.key for b in CATALOGUE])
@@ -58,14 +58,25 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck):
         run = self._run()
         self.curve = imb_sanity.curve(run, self.bench, self.layout.ranks)
         errs = imb_sanity.problems(run, self.bench, self.layout.ranks, SIZES[self.profile])
+        errs += self._traffic_left_node(run)
         return sn.assert_true(not errs, msg=f"{self.build.name} {self.layout.name}: "
                               + "; ".join(errs))
 
-    @run_before("performance")
-    def _perf_variables(self):
-        for m in self.bench.metrics:
-            self.perf_variables[m.name] = sn.make_performance_function(
-                self._metric, m.unit, m)
+    def _traffic_left_node(self, run):
+        """Internode ping-pong/ping-ping on partitions that count NIC bytes: at least
+        the bytes the table says were exchanged (warm-up not included) must have
+        crossed the first node's interface, else the "nodes" shared memory."""
+        if (self.net_bytes < 0 or self.layout.nodes < 2
+                or self.bench.name not in ("PingPong", "PingPing")):
+            return []
+        table = run.find(self.bench.name, self.layout.ranks)
+        if table is None or "#repetitions" not in table.columns:
+            return []
+        moved = int(sum(2 * r["#bytes"] * r["#repetitions"] for r in table.rows))
+        if self.net_bytes >= moved:
+            return []
+        return [f"only {self.net_bytes} B crossed the first node's network interface while "
+                f"the ranks exchanged {moved} B: the traffic did not leave the node"]
 
     def _metric(self, metric):
         run = self._run()

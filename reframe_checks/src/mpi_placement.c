@@ -23,7 +23,10 @@ int main(int argc, char **argv)
         for (i = 0; i < len && lib[i]; i++)
             if (lib[i] == '\n') lib[i] = '|';
         while (i > 0 && (lib[i - 1] == '|' || lib[i - 1] == ' ')) lib[--i] = '\0';
-        printf("MPIMATRIX library=%s\n", lib);
+        /* At most 200 characters: MPICH's full string (~2 KB, configure line)
+         * is forwarded by srun in chunks, and other ranks' lines then land in
+         * the middle of it. The version is on the first line. */
+        printf("MPIMATRIX library=%.200s\n", lib);
     }
     printf("MPIMATRIX rank=%d size=%d host=%s node_ranks=%d\n", rank, size, host, node_ranks);
     fflush(stdout);

@@ -1,0 +1,66 @@
+"""What a check learns from a Slurm job: how it ended, where it ran, what crossed the NIC.
+
+Network proof: on partitions with extras net_counters=True the job script
+snapshots the byte counters of the first node's interfaces (all but lo, from
+/proc/net/dev, which is per network namespace; /sys/class/net is not, without
+remounting /sys) right before and after the benchmark's launch. Internode
+traffic must cross the first node's interface; intranode traffic (shared
+memory, or TCP to a local address, which the kernel routes through lo) does
+not.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Slurm job states after which a test cannot have produced trustworthy output.
+BAD_END_STATES = {"NODE_FAIL", "TIMEOUT", "CANCELLED", "BOOT_FAIL", "OUT_OF_MEMORY",
+                  "DEADLINE", "PREEMPTED"}
+
+_NETDEV = re.compile(r"^MPIMATRIX netdev when=(\w+) host=(\S+) rx=(\d+) tx=(\d+)", re.M)
+_SLURM_ERR = re.compile(r"^.*(?:srun: error:|slurmstepd\S*: error:|CANCELLED|"
+                        r"DUE TO NODE FAILURE|Node failure).*$", re.M)
+# What srun/slurmstepd print when a node of the job died or became unreachable.
+# The job can still end COMPLETED (the batch script went on), but its output
+# cannot be trusted.
+_NODE_FAILURE = re.compile(r"^.*(?:Node failure on|DUE TO NODE FAILURE|Task launch for "
+                           r"StepId=\S+ failed on node|Application launch failed).*$", re.M)
+
+
+def net_snapshot_cmd(when: str) -> str:
+    """Shell line printing the first node's non-loopback rx/tx byte totals."""
+    return (
+        f"awk -v when={when} -v host=\"$(hostname)\" 'NR > 2 {{ sub(/^ +/, \"\"); "
+        "split($0, a, \":\"); if (a[1] != \"lo\") { split(a[2], f, \" \"); "
+        "rx += f[1]; tx += f[9] } } END { printf \"MPIMATRIX netdev when=%s host=%s "
+        "rx=%.0f tx=%.0f\\n\", when, host, rx, tx }' /proc/net/dev"
+    )
+
+
+def net_bytes(stdout: str) -> int:
+    """rx+tx bytes between the 'before' and 'after' snapshots (-1 if absent)."""
+    snaps = {m.group(1): (int(m.group(3)), int(m.group(4))) for m in _NETDEV.finditer(stdout)}
+    if "before" not in snaps or "after" not in snaps:
+        return -1
+    (rx0, tx0), (rx1, tx1) = snaps["before"], snaps["after"]
+    return (rx1 - rx0) + (tx1 - tx0)
+
+
+def bad_end(state: str | None) -> bool:
+    return bool(state) and any(s in BAD_END_STATES for s in str(state).split(","))
+
+
+def node_failure(stderr: str) -> bool:
+    return bool(_NODE_FAILURE.search(stderr))
+
+
+def failure_reason(jobid, state: str, nodes: list[str], stderr: str) -> str:
+    """e.g. 'Slurm job 25 ended NODE_FAIL on node[1-2]: srun: error: Node failure on node2'."""
+    where = ",".join(nodes) if nodes and nodes != ["None"] else "unknown nodes"
+    errs = []
+    for line in _SLURM_ERR.findall(stderr):
+        line = line.strip()
+        if line not in errs:
+            errs.append(line)
+    detail = (": " + " / ".join(errs[:3])) if errs else ""
+    return f"Slurm job {jobid} ended {state} on {where}{detail}"

@@ -1,0 +1,351 @@
+"""Bring the emulated cluster up, inspect it, run commands in it, tear it down.
+
+State (PIDs with start times, namespace ids, phase) is written to
+<dir>/state.json as processes start, so that `down` can clean up after a
+failed or interrupted `up` too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from . import daemons, namespaces, privileges, slurm_conf
+from .daemons import Proc
+from .layout import ClusterError, Layout
+
+STATE_VERSION = 1
+
+
+# -- state -------------------------------------------------------------------------------
+def load_state(lay_or_dir: Layout | Path | str | None = None) -> dict | None:
+    path = _state_path(lay_or_dir)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("version") == STATE_VERSION else None
+
+
+def _state_path(lay_or_dir) -> Path:
+    if isinstance(lay_or_dir, Layout):
+        return lay_or_dir.state_file
+    return Layout.at(lay_or_dir).state_file
+
+
+def _save(lay: Layout, state: dict) -> None:
+    tmp = lay.state_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=1))
+    tmp.replace(lay.state_file)
+
+
+def _procs(state: dict) -> list[Proc]:
+    return [Proc(**p) for p in state.get("procs", [])]
+
+
+def holder_pid(state: dict, member: str) -> int | None:
+    for p in _procs(state):
+        if p.name == f"holder@{member}":
+            return p.pid if p.alive() else None
+    return None
+
+
+def is_up(directory: str | Path | None = None) -> dict | None:
+    """The state of a cluster whose head is alive (cheap: one file, one /proc read)."""
+    try:
+        state = load_state(directory)
+    except ClusterError:
+        return None
+    if not state or state.get("phase") != "up":
+        return None
+    return state if holder_pid(state, "head") else None
+
+
+# -- up ----------------------------------------------------------------------------------
+def up(lay: Layout, timeout: float = 60.0) -> dict:
+    """Start the cluster (idempotent). Returns the status with timings."""
+    t0 = time.monotonic()
+    privileges.require()
+    old = load_state(lay)
+    if old:
+        health = _health(old)
+        if not health and old.get("phase") == "up":
+            if old["nodes"] != lay.nodes:
+                raise ClusterError(f"the cluster in {lay.dir} is up with {old['nodes']} "
+                                   f"node(s), not {lay.nodes}: run `mpimatrix cluster down` "
+                                   "first")
+            _wait_idle(lay, old, timeout)
+            return {**status(lay), "up_seconds": time.monotonic() - t0, "reused": True}
+        # stale or half-started: clean up and start afresh
+        _teardown(Layout(lay.dir, old.get("nodes", lay.nodes)), old)
+    _prepare_files(lay)
+    state = {"version": STATE_VERSION, "dir": str(lay.dir), "nodes": lay.nodes,
+             "phase": "starting", "created": time.time(), "procs": [], "netns": {}}
+    try:
+        _start(lay, state, timeout)
+    except BaseException:
+        _teardown(lay, state)
+        raise
+    state["phase"] = "up"
+    state["up_seconds"] = round(time.monotonic() - t0, 3)
+    _save(lay, state)
+    return {**status(lay), "up_seconds": state["up_seconds"], "reused": False}
+
+
+def _prepare_files(lay: Layout) -> None:
+    for d in lay.generated_dirs():
+        shutil.rmtree(d, ignore_errors=True)
+    for d in (lay.dir, lay.etc, lay.munge_dir, lay.run_dir, lay.log_dir, lay.state_save):
+        d.mkdir(mode=0o755, parents=True, exist_ok=True)
+        os.chmod(d, 0o755)  # munged refuses group/other-writable directories
+    for node in lay.node_names:
+        lay.spool(node).mkdir(mode=0o755, parents=True)
+        lay.node_tmp(node).mkdir(mode=0o755, parents=True)
+    lay.slurm_conf.write_text(slurm_conf.slurm_conf(lay))
+    (lay.etc / "cgroup.conf").write_text(slurm_conf.cgroup_conf())
+    (lay.etc / "plugstack.conf").write_text("")
+    lay.hosts_file.write_text(slurm_conf.hosts(lay))
+    for node in lay.node_names:
+        lay.boot_id_file(node).write_text(f"{uuid.uuid4()}\n")
+    fd = os.open(lay.munge_key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o400)
+    try:
+        os.write(fd, os.urandom(1024))
+    finally:
+        os.close(fd)
+    os.chmod(lay.munge_key, 0o400)
+
+
+def _start(lay: Layout, state: dict, timeout: float) -> None:
+    holders = {m: namespaces.start_holder(lay, m) for m in lay.members}
+    state["procs"] = [Proc.of(f"holder@{m}", m, p.pid).to_dict() for m, p in holders.items()]
+    _save(lay, state)
+    namespaces.wait_ready(lay, holders)
+    pids = {m: p.pid for m, p in holders.items()}
+    state["netns"] = {m: namespaces.netns_id(pid) for m, pid in pids.items()}
+    _save(lay, state)
+    namespaces.wire(lay, pids)
+
+    munged = daemons.start(lay, "munged", "head", pids["head"], daemons.munged_argv(lay))
+    state["procs"].append(munged.to_dict())
+    _save(lay, state)
+    _wait_for(lambda: lay.munge_socket.exists(), 10, "munged socket",
+              lambda: munged.alive(), lay.log("munged"))
+    ctld = daemons.start(lay, "slurmctld", "head", pids["head"], daemons.slurmctld_argv(lay))
+    state["procs"].append(ctld.to_dict())
+    _save(lay, state)
+    # Slurm clients and slurmd retry a refused connection only after a second:
+    # start them once slurmctld listens.
+    _wait_for(lambda: daemons.listening(ctld.pid, slurm_conf.SLURMCTLD_PORT), timeout,
+              "slurmctld port", ctld.alive, lay.log("slurmctld"))
+    started = [daemons.start(lay, f"slurmd@{n}", n, pids[n], daemons.slurmd_argv(lay, n))
+               for n in lay.node_names]
+    state["procs"] += [p.to_dict() for p in started]
+    _save(lay, state)
+    _wait_idle(lay, state, timeout)
+
+
+def _wait_for(cond, timeout, what, still_ok, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if not still_ok():
+            raise ClusterError(f"{what}: daemon exited: {namespaces.tail(log)}")
+        if time.monotonic() > deadline:
+            raise ClusterError(f"{what} not ready after {timeout:.0f} s: "
+                               f"{namespaces.tail(log)}")
+        time.sleep(0.005)
+
+
+def _wait_idle(lay: Layout, state: dict, timeout: float) -> None:
+    """Wait until every node is idle (or allocated/mixed: in use) in sinfo."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while True:
+        dead = [p for p in _procs(state) if not p.name.startswith("holder") and not p.alive()]
+        if dead:
+            p = dead[0]
+            raise ClusterError(f"{p.name} exited during start-up: "
+                               f"{_daemon_log_tail(lay, p.name)}")
+        states = node_states(lay, state)
+        last = " ".join(f"{n}={s}" for n, s in sorted(states.items())) or last
+        if len(states) == lay.nodes and all(
+                s.rstrip("*~#!%$@^-").lower() in ("idle", "mixed", "allocated", "completing")
+                for s in states.values()):
+            return
+        if time.monotonic() > deadline:
+            raise ClusterError(f"nodes not idle after {timeout:.0f} s ({last or 'no sinfo'}); "
+                               f"slurmctld: {_daemon_log_tail(lay, 'slurmctld')}")
+        time.sleep(0.05)
+
+
+def _daemon_log_tail(lay: Layout, name: str) -> str:
+    base = name.replace("@", "-")
+    logs = {"slurmctld": lay.log("slurmctld"), "munged": lay.log("munged")}
+    if name.startswith("slurmd@"):
+        logs[name] = lay.log_dir / f"slurmd-{name.split('@')[1]}.log"
+    path = logs.get(name, lay.log(base))
+    out = lay.log(base + ".out")
+    text = namespaces.tail(path)
+    if out.exists() and out.stat().st_size:
+        text += " | stdout: " + namespaces.tail(out)
+    return text
+
+
+# -- running things inside --------------------------------------------------------------------
+def env_for(lay: Layout) -> dict[str, str]:
+    env = dict(os.environ)
+    env["SLURM_CONF"] = str(lay.slurm_conf)
+    env["MPIMATRIX_CLUSTER_DIR"] = str(lay.dir)
+    return env
+
+
+def command(lay: Layout, member: str, argv: list[str], state: dict | None = None,
+            wd: str | None = None) -> list[str]:
+    """Full argv running `argv` inside `member` (head or nodeN)."""
+    state = state or load_state(lay)
+    if not state:
+        raise ClusterError(f"no cluster in {lay.dir}: run `mpimatrix cluster up` first")
+    members = ["head", *[f"node{i}" for i in range(1, state["nodes"] + 1)]]
+    if member not in members:
+        raise ClusterError(f"unknown member {member!r}: choose from {', '.join(members)}")
+    pid = holder_pid(state, member)
+    if pid is None:
+        raise ClusterError(f"{member} is not running (killed, or the cluster is down); "
+                           "`mpimatrix cluster status` shows what is left")
+    return [*namespaces.nsenter(pid, wd=wd or os.getcwd()), *argv]
+
+
+def run(lay: Layout, member: str, argv: list[str], state: dict | None = None,
+        **kw) -> subprocess.CompletedProcess:
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 60)
+    return subprocess.run(command(lay, member, argv, state), env=env_for(lay), **kw)
+
+
+def node_states(lay: Layout, state: dict | None = None) -> dict[str, str]:
+    state = state or load_state(lay)
+    if not state or holder_pid(state, "head") is None:
+        return {}
+    try:
+        proc = run(lay, "head", ["sinfo", "-h", "-N", "-o", "%N %T"], state, timeout=20)
+    except (ClusterError, subprocess.TimeoutExpired):
+        return {}
+    out = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            out[parts[0]] = parts[1]
+    return out
+
+
+# -- status --------------------------------------------------------------------------------------
+def _health(state: dict) -> list[str]:
+    """Processes of the cluster that should run but do not."""
+    return [p.name for p in _procs(state) if not p.alive()]
+
+
+def status(lay: Layout) -> dict:
+    state = load_state(lay)
+    if not state:
+        return {"dir": str(lay.dir), "up": False, "phase": "down", "nodes": 0, "members": {},
+                "processes": [], "sinfo": {}}
+    nodes = state["nodes"]
+    full = Layout(lay.dir, nodes)
+    procs = _procs(state)
+    members = {}
+    for m in full.members:
+        members[m] = {"address": full.address(m), "netns": state["netns"].get(m, ""),
+                      "holder_alive": holder_pid(state, m) is not None}
+    sinfo = node_states(full, state)
+    return {
+        "dir": str(lay.dir), "phase": state["phase"], "nodes": nodes,
+        "up": state["phase"] == "up" and not _health(state),
+        "members": members,
+        "processes": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in procs],
+        "sinfo": sinfo,
+        "slurm_conf": str(full.slurm_conf),
+    }
+
+
+# -- failure injection ------------------------------------------------------------------------
+def kill_node(lay: Layout, node: str, slurmd_only: bool = False) -> list[int]:
+    """Simulate a crash: SIGKILL every process of a node (or only its slurmd)."""
+    state = load_state(lay)
+    if not state:
+        raise ClusterError(f"no cluster in {lay.dir}")
+    if not node.startswith("node") or node not in state["netns"]:
+        raise ClusterError(f"unknown node {node!r}")
+    if slurmd_only:
+        pids = [p.pid for p in _procs(state) if p.name == f"slurmd@{node}" and p.alive()]
+    else:
+        pids = namespaces.pids_in({state["netns"][node]})
+    daemons.kill_wait(pids)
+    return pids
+
+
+# -- down -----------------------------------------------------------------------------------------
+def down(lay: Layout) -> dict:
+    """Stop every process of the cluster, let its namespaces vanish, remove its files."""
+    t0 = time.monotonic()
+    state = load_state(lay)
+    if state is None:
+        stray = _stray_pids(lay)
+        if stray:
+            daemons.kill_wait(stray)
+        _remove_files(lay)
+        return {"was_up": False, "killed_stray": stray, "down_seconds":
+                round(time.monotonic() - t0, 3), "left": []}
+    left = _teardown(Layout(lay.dir, state.get("nodes", lay.nodes)), state)
+    return {"was_up": True, "down_seconds": round(time.monotonic() - t0, 3), "left": left}
+
+
+def _teardown(lay: Layout, state: dict) -> list[int]:
+    procs = _procs(state)
+    netns = {v for v in state.get("netns", {}).values() if v}
+    # Learn the namespaces of live holders too (a state saved before they were recorded).
+    netns |= {namespaces.netns_id(p.pid) for p in procs
+              if p.name.startswith("holder") and p.alive()} - {""}
+    # Daemons first (slurmd kills its steps on SIGTERM), then the holders.
+    daemons.stop([p for p in procs if not p.name.startswith("holder")], grace=5.0)
+    daemons.stop([p for p in procs if p.name.startswith("holder")], grace=1.0)
+    # Anything else still inside (job steps, MPI ranks, user shells): SIGKILL.
+    left: list[int] = []
+    for _ in range(3):
+        pids = namespaces.pids_in(netns) if netns else []
+        pids += [p for p in _stray_pids(lay) if p not in pids]
+        if not pids:
+            break
+        left = daemons.kill_wait(pids)
+    _remove_files(lay)
+    return left
+
+
+def _stray_pids(lay: Layout) -> list[int]:
+    """Live processes started for this cluster dir but not in the state (lost state file)."""
+    needle = str(lay.dir).encode()
+    out = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and (b"slurm" in cmdline or b"munged" in cmdline
+                                  or b"mpimatrix-init" in cmdline):
+            if daemons.alive(int(entry.name)):
+                out.append(int(entry.name))
+    return out
+
+
+def _remove_files(lay: Layout) -> None:
+    for d in lay.generated_dirs():
+        shutil.rmtree(d, ignore_errors=True)
+    for f in (lay.state_file, lay.state_file.with_suffix(".tmp")):
+        f.unlink(missing_ok=True)

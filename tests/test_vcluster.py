@@ -1,0 +1,435 @@
+"""The emulated Slurm cluster (mpimatrix.vcluster), for real.
+
+Unit tests (any user): generated configuration, the ReFrame system, the job
+helpers, the privilege check. Cluster tests (marked `cluster`; root with
+CAP_SYS_ADMIN/CAP_NET_ADMIN and slurm-wlm/munge/iproute2/util-linux, else
+skipped with the reason; MPIMATRIX_REQUIRE_CLUSTER=1 turns the skip into a
+failure, as CI does): up, status, exec, the placement check on every build
+intranode and internode through Slurm (srun and mpirun in the allocation),
+IMB PingPong internode on the MPICH-ABI builds, the intra/internode latency
+ratio, a node killed during a session, down, and nothing left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from helpers import CONFIG, REFRAME, ROOT, report_cases
+
+from mpimatrix import slurm_job
+from mpimatrix.vcluster import cluster, namespaces, privileges, slurm_conf
+from mpimatrix.vcluster.layout import ClusterError, Layout
+from mpimatrix.vcluster.reframe_system import system
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+VICTIM = ROOT / "tests" / "fixtures" / "vcluster" / "node_crash_victim.py"
+# ReFrame matches -n against the display name without spaces.
+P2P = "%placement=(intranode|internode)$"
+
+
+# -- unit tests ------------------------------------------------------------------------------
+def test_layout_names_and_addresses(tmp_path):
+    lay = Layout.at(tmp_path / "c", 4)
+    assert lay.members == ["head", "node1", "node2", "node3", "node4"]
+    assert [lay.address(m) for m in lay.members] == [
+        "10.77.0.1", "10.77.0.11", "10.77.0.12", "10.77.0.13", "10.77.0.14"]
+    with pytest.raises(ClusterError, match=r"choose 1\.\.8"):
+        Layout.at(tmp_path, 9)
+    with pytest.raises(ClusterError, match="too long"):
+        Layout.at("/tmp/" + "x" * 80)
+
+
+def test_slurm_conf_has_the_fixes(tmp_path):
+    lay = Layout.at(tmp_path, 3)
+    conf = slurm_conf.slurm_conf(lay)
+    assert f"TmpFS={tmp_path}/nodetmp/%n" in conf  # fix 2: per-node TmpFS
+    assert "TaskPlugin=task/none" in conf  # fix 4: no binding
+    assert "SlurmctldHost=head(10.77.0.1)" in conf
+    assert "JobRequeue=0" in conf and "MinJobAge=300" in conf
+    for i in (1, 2, 3):
+        assert f"NodeName=node{i} NodeAddr=10.77.0.1{i} " in conf
+    assert "10.77.0.12\tnode2" in slurm_conf.hosts(lay)
+    assert "CgroupPlugin=cgroup/v1" in slurm_conf.cgroup_conf()
+    # fix 3 (per-node boot_id) and fix 1 (private cgroup tree) are in the node init
+    assert "random/boot_id" in namespaces.INIT and "/sys/fs/cgroup" in namespaces.INIT
+
+
+def test_reframe_system(tmp_path):
+    sysd = system(["envA", "envB"], 2, tmp_path)
+    assert sysd["name"] == "vcluster" and sysd["hostnames"] == ["^head$"]
+    parts = {p["name"]: p for p in sysd["partitions"]}
+    assert set(parts) == {"compute", "compute_mpirun"}
+    for p in parts.values():
+        assert p["scheduler"] == "squeue-all"
+        assert {"nodes1", "nodes2"} <= set(p["features"])
+        assert ["SLURM_CONF", str(tmp_path / "etc" / "slurm.conf")] in p["env_vars"]
+        assert p["extras"]["net_counters"] and p["max_jobs"] == 1
+    assert parts["compute"]["extras"]["launch"] == "srun"
+    assert parts["compute_mpirun"]["extras"]["launch"] == "mpirun"
+
+
+def test_net_bytes_and_failure_reason():
+    out = ("MPIMATRIX netdev when=before host=node1 rx=100 tx=50\nnoise\n"
+           "MPIMATRIX netdev when=after host=node1 rx=5000100 tx=4000050\n")
+    assert slurm_job.net_bytes(out) == 9_000_000
+    assert slurm_job.net_bytes("nothing") == -1
+    assert slurm_job.bad_end("NODE_FAIL") and not slurm_job.bad_end("COMPLETED")
+    err = ("srun: error: Node failure on node2\n"
+           "slurmstepd-node1: error: *** JOB 25 ON node1 CANCELLED AT 2026 DUE TO NODE "
+           "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***\n")
+    assert slurm_job.node_failure(err)
+    msg = slurm_job.failure_reason(25, "NODE_FAIL", ["node1", "node2"], err)
+    assert msg.startswith("Slurm job 25 ended NODE_FAIL on node1,node2: srun: error: Node "
+                          "failure on node2")
+
+
+def test_net_snapshot_command_runs():
+    proc = subprocess.run(["bash", "-c", slurm_job.net_snapshot_cmd("before")],
+                          capture_output=True, text=True, check=True)
+    assert re.match(r"MPIMATRIX netdev when=before host=\S+ rx=\d+ tx=\d+$", proc.stdout)
+
+
+def test_clear_error_without_root(tmp_path):
+    """Not root / no capabilities: a clear error, nothing started."""
+    if os.geteuid() != 0:
+        proc = subprocess.run([MPIMATRIX, "cluster", "up", "--dir", str(tmp_path)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 2 and "must run as root" in proc.stderr
+        return
+    # As root: drop the two capabilities from the bounding set.
+    proc = subprocess.run(["setpriv", "--bounding-set", "-sys_admin,-net_admin", MPIMATRIX,
+                           "cluster", "up", "--dir", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "lacks CAP_SYS_ADMIN and CAP_NET_ADMIN" in proc.stderr
+    assert not (tmp_path / "state.json").exists()
+    # And as an ordinary user.
+    proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           MPIMATRIX, "cluster", "up", "--dir", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "must run as root" in proc.stderr, proc.stderr
+
+
+# -- the cluster ------------------------------------------------------------------------------
+def _require_cluster():
+    why = privileges.problems()
+    if why:
+        msg = "emulated cluster unavailable: " + "; ".join(why)
+        if os.environ.get("MPIMATRIX_REQUIRE_CLUSTER"):
+            pytest.fail(msg + " (MPIMATRIX_REQUIRE_CLUSTER is set)")
+        pytest.skip(msg)
+
+
+def _snapshot_ours(lay: Layout) -> dict:
+    state = cluster.load_state(lay)
+    return {"pids": [(p["pid"], p["start"]) for p in state["procs"]],
+            "netns": set(state["netns"].values())}
+
+
+def assert_nothing_left(lay: Layout, before: dict, host_netns: set[str], host_links: str):
+    """No process, namespace, mount, link or state of the cluster remains."""
+    from mpimatrix.vcluster import daemons
+
+    running = [pid for pid, start in before["pids"] if daemons.alive(pid, start)]
+    assert not running, f"cluster processes still running: {running}"
+    assert not namespaces.pids_in(before["netns"]), "processes left in the namespaces"
+    lsns = subprocess.run(["lsns", "-t", "net", "-n", "-o", "NS"], capture_output=True,
+                          text=True).stdout.split()
+    ours = {ns[5:-1] for ns in before["netns"]}  # 'net:[4026532301]' -> '4026532301'
+    assert not ours & set(lsns), f"network namespaces left: {ours & set(lsns)}"
+    assert set(_netns_list()) == host_netns, "named network namespaces changed"
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert str(lay.dir) not in mounts and "mpimatrix" not in mounts
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+    assert links == host_links or not re.search(r"\bvnode\d|\bbr0\b", links)
+    assert not lay.state_file.exists()
+    stray = [p for p in Path("/proc").iterdir() if p.name.isdigit()
+             and str(lay.dir).encode() in _cmdline(p) and daemons.alive(int(p.name))]
+    assert not stray, f"processes mentioning {lay.dir}: {stray}"
+    # Zombies of killed daemons are PID 1's to reap; they must go soon.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if not [pid for pid, start in before["pids"]
+                if daemons.state(pid) and daemons.start_time(pid) == start]:
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail("cluster processes still in the process table (zombies not reaped)")
+
+
+def _cmdline(p: Path) -> bytes:
+    try:
+        return (p / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _netns_list() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def _links() -> str:
+    return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+
+
+def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800
+                     ) -> tuple[subprocess.CompletedProcess, dict | None]:
+    report = results / "reports" / "test-report.json"
+    env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
+    cmd = cluster.command(lay, "head", [REFRAME, "-C", str(CONFIG), "--report-file",
+                                        str(report), "--exec-policy=serial", *args],
+                          wd=str(ROOT))
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    data = json.loads(report.read_text()) if report.exists() else None
+    return proc, data
+
+
+def _short_tmpdir(tag: str) -> Path:
+    # Short: Unix socket paths inside the cluster dir are limited.
+    return Path(tempfile.mkdtemp(prefix=f"mm{tag}-", dir="/tmp"))
+
+
+@pytest.fixture(scope="module")
+def vcluster():
+    """A 2-node cluster in its own directory (a developer's cluster is left alone)."""
+    _require_cluster()
+    lay = Layout.at(_short_tmpdir("c"), 2)
+    host = (set(_netns_list()), _links())
+    t0 = time.monotonic()
+    st = cluster.up(lay)
+    up_seconds = time.monotonic() - t0
+    info = {"lay": lay, "host": host, "up_seconds": up_seconds, "status": st,
+            "before": _snapshot_ours(lay)}
+    yield info
+    cluster.down(lay)  # no-op when test_down already ran
+
+
+@pytest.mark.cluster
+def test_up_is_idempotent_and_status(vcluster):
+    lay = vcluster["lay"]
+    st = vcluster["status"]
+    assert st["up"] and st["sinfo"] == {"node1": "idle", "node2": "idle"}, st
+    assert vcluster["up_seconds"] < 30
+    again = cluster.up(lay)
+    assert again["reused"] and again["up"]
+    proc = subprocess.run([MPIMATRIX, "cluster", "status", "--json", "--dir", str(lay.dir)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["nodes"] == 2 and all(p["alive"] for p in data["processes"])
+    with pytest.raises(ClusterError, match="up with 2 node"):
+        cluster.up(Layout(lay.dir, 3))
+
+
+@pytest.mark.cluster
+def test_exec_on_every_member(vcluster):
+    lay = vcluster["lay"]
+    seen = {}
+    for member in lay.members:
+        proc = subprocess.run(
+            [MPIMATRIX, "cluster", "exec", "--dir", str(lay.dir), member, "--", "sh", "-c",
+             "hostname; cat /proc/sys/kernel/random/boot_id; "
+             "ip -4 -o addr show | awk '{print $4}' | sort | tr '\\n' ' '"],
+            capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        name, boot_id, addrs = proc.stdout.splitlines()
+        assert name == member
+        assert f"{lay.address(member)}/24" in addrs
+        seen[member] = boot_id
+    # Per-node boot_id (fix 3): UCX must see different hosts.
+    assert len({seen[n] for n in lay.node_names}) == lay.nodes
+    proc = subprocess.run([MPIMATRIX, "cluster", "exec", "--dir", str(lay.dir), "node9",
+                           "--", "true"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown member" in proc.stderr
+    srun = cluster.run(lay, "head", ["srun", "-N2", "-n2", "hostname"])
+    assert sorted(srun.stdout.split()) == ["node1", "node2"], srun.stderr
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_placement_every_build_through_slurm(vcluster, buildset, tmp_path):
+    """Intranode and internode, srun direct launch and mpirun in the allocation."""
+    proc, report = _reframe_in_head(vcluster["lay"], tmp_path, "-n", f"MpiPlacementCheck{P2P}",
+                                    "-r")
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = report_cases(report)
+    envs = {b.environ_name for b in buildset.builds}
+    got = {(tc["partition"], tc["environ"], tc["placement"]) for tc in cases}
+    want = {(p, e, pl) for p in ("compute", "compute_mpirun") for e in envs
+            for pl in ("intranode", "internode")}
+    assert got == want
+    failed = [f"{tc['display_name']} {tc['partition']}+{tc['environ']}: {tc['fail_reason']}"
+              for tc in cases if tc["result"] != "pass"]
+    assert not failed, "\n".join(failed)
+    for tc in cases:  # every row carries its node list
+        want_nodes = ["node1"] if tc["placement"] == "intranode" else ["node1", "node2"]
+        assert tc["job_nodelist"] == want_nodes, tc["job_nodelist"]
+        assert tc["hosts"] == want_nodes
+        assert tc["system"] == "vcluster"
+    assert proc.returncode == 0
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
+    abi = {b.environ_name for b in buildset.builds if b.mpich_abi and "imb" in b.benchmarks}
+    if not abi:
+        pytest.skip("no MPICH-ABI build with IMB (needs the Intel MPI wheel)")
+    proc, report = _reframe_in_head(
+        vcluster["lay"], tmp_path, "-n", "ImbCheck%placement=internode%benchmark=MPI1:PingPong$",
+        "--system", "vcluster:compute", "-r")
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = report_cases(report)
+    assert {tc["environ"] for tc in cases} == abi
+    for tc in cases:
+        assert tc["result"] == "pass", tc["fail_reason"]
+        assert tc["job_nodelist"] == ["node1", "node2"]
+        # The 4 MiB messages alone are > 80 MB both ways: internode traffic left node1.
+        assert tc["net_bytes"] > 80_000_000, tc["net_bytes"]
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
+    proc, report = _reframe_in_head(vcluster["lay"], tmp_path, "-n", "NodeLatencyRatioCheck",
+                                    "--system", "vcluster:compute", "-r",
+                                    "--performance-report")
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = report_cases(report)
+    assert {tc["environ"] for tc in cases} == {b.environ_name for b in buildset.builds}
+    lines = []
+    for tc in cases:
+        assert tc["result"] == "pass", tc["fail_reason"]
+        pv = {k.rsplit(":", 1)[1]: v[0] for k, v in tc["perfvalues"].items()}
+        assert pv["latency_ratio"] >= 5, pv
+        assert pv["nic_MB_inter"] * 1e6 >= tc["net_bytes"] - 1
+        lines.append(f"{tc['environ']}: intra {pv['latency_intra_8B']:.2f} us, inter "
+                     f"{pv['latency_inter_8B']:.2f} us, ratio {pv['latency_ratio']:.1f}")
+    print("\n".join(lines))
+
+
+@pytest.mark.cluster
+def test_down_leaves_nothing(vcluster):
+    lay = vcluster["lay"]
+    t0 = time.monotonic()
+    proc = subprocess.run([MPIMATRIX, "cluster", "down", "--dir", str(lay.dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - t0 < 30
+    assert_nothing_left(lay, vcluster["before"], *vcluster["host"])
+    again = subprocess.run([MPIMATRIX, "cluster", "down", "--dir", str(lay.dir)],
+                           capture_output=True, text=True)
+    assert again.returncode == 0 and "no cluster" in again.stdout
+    shutil.rmtree(lay.dir, ignore_errors=True)  # only logs were left (kept on failure)
+
+
+# -- failure injection ----------------------------------------------------------------------------
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_node_killed_during_session(buildset, tmp_path):
+    """Kill a node while a test runs on it: that test fails with a clear reason, the
+    other test cases of the session run (on the remaining nodes) and are stored in
+    the results DB, and `down` still cleans up."""
+    _require_cluster()
+    build = next((b for b in buildset.builds if b.family == "mpich"), buildset.builds[0])
+    env_name = build.environ_name
+    lay = Layout.at(_short_tmpdir("f"), 3)
+    host = (set(_netns_list()), _links())
+    cluster.up(lay)
+    before = _snapshot_ours(lay)
+    results = tmp_path / "results"
+    report = results / "reports" / "test-report.json"
+    try:
+        env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
+        cmd = cluster.command(lay, "head", [
+            REFRAME, "-C", str(CONFIG), "-c", str(VICTIM),
+            "-c", str(ROOT / "reframe_checks" / "mpi_placement.py"),
+            "-n", "NodeCrashVictim", "-n", f"MpiPlacementCheck{P2P}", "-p", f"^{env_name}$",
+            "--system", "vcluster:compute", "--exec-policy=serial", "-r",
+            "--report-file", str(report)], wd=str(ROOT))
+        log = open(tmp_path / "reframe.out", "w")
+        session = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            jobid, nodes = _wait_for_running_step(lay, "NodeCrashVictim", session, 900)
+            victim_node = nodes[-1]  # not the batch host
+            _wait_for_process(lay, victim_node, b"sleep\x00120", 120)
+            killed = cluster.kill_node(lay, victim_node)
+            assert killed
+            session.wait(timeout=1200)
+        finally:
+            if session.poll() is None:
+                session.kill()
+            log.close()
+        data = json.loads(report.read_text())
+        cases = {tc["name"].split()[0] + " " + tc["placement"]: tc for tc in report_cases(data)}
+        victim = cases.pop("NodeCrashVictim internode")
+        assert victim["result"] == "fail"
+        assert victim["fail_phase"] == "sanity"
+        assert re.search(rf"Slurm job {jobid} ended (NODE_FAIL|COMPLETED|FAILED) on .*("
+                         rf"Node failure on {victim_node}|failed on node {victim_node})",
+                         victim["fail_reason"]), victim["fail_reason"]
+        assert set(cases) == {"MpiPlacementCheck intranode", "MpiPlacementCheck internode"}
+        for tc in cases.values():
+            assert tc["result"] == "pass", tc["fail_reason"]
+            assert victim_node not in tc["job_nodelist"]  # ran after the crash, elsewhere
+        # The whole session, failure included, is in the results DB.
+        stored = subprocess.run(
+            [REFRAME, "-C", str(CONFIG), "--describe-stored-sessions",
+             data["session_info"]["uuid"]], capture_output=True, text=True,
+            env={**os.environ, "MPIMATRIX_RESULTS": str(results)})
+        sessions = json.loads(stored.stdout)
+        stored_cases = [tc for s in (sessions if isinstance(sessions, list) else [sessions])
+                        for run in s["runs"] for tc in run["testcases"]]
+        assert {(tc["name"].split()[0], tc["result"]) for tc in stored_cases} == {
+            ("NodeCrashVictim", "fail"), ("MpiPlacementCheck", "pass")}
+        assert len(stored_cases) == 3
+    finally:
+        res = cluster.down(lay)
+    assert res["left"] == []
+    assert_nothing_left(lay, before, *host)
+    shutil.rmtree(lay.dir, ignore_errors=True)
+
+
+def _wait_for_process(lay, node, cmdline: bytes, timeout):
+    """Wait until a process whose command line contains `cmdline` runs on `node`."""
+    netns = cluster.load_state(lay)["netns"][node]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(cmdline in _cmdline(Path(f"/proc/{pid}")) for pid in namespaces.pids_in({netns})):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"no process {cmdline!r} on {node} within {timeout} s")
+
+
+def _wait_for_running_step(lay, name, session, timeout):
+    """(job id, nodes) once step 0 of the job named *name* runs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if session.poll() is not None:
+            pytest.fail(f"the ReFrame session ended (rc={session.returncode}) before {name} ran")
+        jobs = cluster.run(lay, "head", ["squeue", "-h", "-o", "%i|%j|%T|%N"]).stdout
+        for line in jobs.split():
+            jobid, jobname, state, nodespec = line.split("|")
+            if name in jobname and state == "RUNNING":
+                steps = cluster.run(lay, "head", ["squeue", "-h", "-s", "-j", jobid, "-o",
+                                                  "%i"]).stdout.split()
+                if f"{jobid}.0" in steps:
+                    nodes = cluster.run(lay, "head", ["scontrol", "show", "hostnames",
+                                                      nodespec]).stdout.split()
+                    return jobid, nodes
+        time.sleep(0.5)
+    pytest.fail(f"{name} did not start within {timeout} s")
