@@ -28,3 +28,12 @@ def run_reframe(results: Path, *args: str, env: dict | None = None,
 
 def report_cases(report: dict) -> list[dict]:
     return [tc for run in report["runs"] for tc in run["testcases"]]
+
+
+def passed_cases(proc: subprocess.CompletedProcess, report: dict) -> list[dict]:
+    """The report's test cases, asserting that ReFrame succeeded and every case passed."""
+    cases = report_cases(report)
+    failed = [f"{tc['display_name']} {tc['partition']}+{tc['environ']}: {tc['fail_reason']}"
+              for tc in cases if tc["result"] != "pass"]
+    assert proc.returncode == 0 and not failed, "\n".join(failed) or proc.stdout[-2000:]
+    return cases

@@ -80,3 +80,16 @@ def test_broken_pypi_prefixes_are_skipped_and_others_kept(tmp_path):
     reasons = {s.name: s.reason for s in skipped}
     assert "has impi-rt but not impi-devel" in reasons["impi-2021.18.1-pypi"]
     assert "prefix vanished" in reasons["vanished"]
+
+
+@pytest.mark.skipif(not (DEBIAN or PYPI), reason="no MPI installed (scripts/setup.sh)")
+def test_only_narrows_the_builds(monkeypatch):
+    from mpimatrix.build_record import BuildError
+    from mpimatrix.build_sources import load_builds
+
+    every = load_builds().builds
+    monkeypatch.setenv("MPIMATRIX_ONLY", f"^{every[0].name}$")
+    assert [b.name for b in load_builds().builds] == [every[0].name]
+    monkeypatch.setenv("MPIMATRIX_ONLY", "no-such-mpi")
+    with pytest.raises(BuildError, match="matches none of the builds"):
+        load_builds()

@@ -5,21 +5,27 @@ the references and the provenance it records.
 from __future__ import annotations
 
 import os
+import shlex
 
 import reframe as rfm
+import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
+from reframe.core.exceptions import SanityError
 
+from . import slurm_job
 from .build_record import BuildRecord
 from .launch import BuildLauncher, launcher_argv
 from .paths import references_dir
-from .placement import POINT_TO_POINT, Layout
+from .placement import Layout, host_problems, hosting_partitions, runtime_layouts
 
 
 class BuildCheck(rfm.RegressionTestPlugin):
     #: Where ranks go: nodes x ranks per node. One shared parameter for all
-    #: checks; a layout runs only on partitions with enough nodes.
-    placement = parameter(POINT_TO_POINT, fmt=lambda lay: lay.name)
+    #: checks: intranode, internode, and the collective layouts the current
+    #: system's partitions can host (placement.runtime_layouts); a layout runs
+    #: only on partitions with enough nodes and cores.
+    placement = parameter(runtime_layouts(), fmt=lambda lay: lay.name)
 
     #: quick or full (set by the ReFrame mode: -S profile=...)
     profile = variable(str, value="quick")
@@ -37,6 +43,10 @@ class BuildCheck(rfm.RegressionTestPlugin):
     #: Hosts the job ran on, as reported by the job or the program.
     hosts = variable(typ.List[str], value=[])
 
+    #: Bytes through the first node's network interfaces (all but lo) while the
+    #: program ran; -1 = not measured (only partitions with extras net_counters).
+    net_bytes = variable(int, value=-1)
+
     @property
     def layout(self) -> Layout:
         return self.placement
@@ -50,7 +60,8 @@ class BuildCheck(rfm.RegressionTestPlugin):
     def _place(self):
         # An MPI that hangs (e.g. in MPI_Finalize) must not stall the session.
         self.time_limit = "10m"
-        self.valid_systems = [f"+{self.layout.feature}"]
+        hosting = hosting_partitions(self.layout)
+        self.valid_systems = [f"+{self.layout.feature}"] if hosting is None else hosting
         self.num_tasks = self.layout.ranks
         self.num_tasks_per_node = self.layout.ppn
         self.tags.add(self.layout.name)
@@ -77,18 +88,65 @@ class BuildCheck(rfm.RegressionTestPlugin):
         launch = self.current_partition.extras.get("launch", "mpiexec")
         self.job.launcher = BuildLauncher(launcher_argv(self.build, self.layout, launch))
 
-    def stdout_text(self) -> str:
-        path = os.path.join(self.stagedir, str(self.stdout.evaluate()))
+    @run_before("run", always_last=True)
+    def _bracket_with_net_counters(self):
+        if self.current_partition.extras.get("net_counters"):
+            self.prerun_cmds = [*self.prerun_cmds, slurm_job.net_snapshot_cmd("before")]
+            self.postrun_cmds = [slurm_job.net_snapshot_cmd("after"), *self.postrun_cmds]
+
+    @run_before("sanity")
+    def _job_outcome(self):
+        """Where the job ran, what crossed the NIC, and a clear reason if Slurm killed it."""
+        nodes = [n for n in (self.job.nodelist or []) if n and n != "None"]
+        if not self.hosts and self.current_partition.scheduler.registered_name != "local":
+            self.hosts = nodes
+        self.net_bytes = slurm_job.net_bytes(self.stdout_text())
+        stderr = self.stderr_text()
+        if slurm_job.bad_end(self.job.state) or slurm_job.node_failure(stderr):
+            raise SanityError(f"{self.build.name} {self.layout.name}: " + slurm_job.failure_reason(
+                self.job.jobid, self.job.state, nodes, stderr))
+
+    #: Written by hostname_probe_cmd(): one line per rank.
+    HOSTS_FILE = "rank_hosts.txt"
+
+    def hostname_probe_cmd(self) -> str:
+        """`hostname` launched exactly like the program (same launcher, placement
+        and environment), for programs that do not print where their ranks ran."""
+        launch = self.current_partition.extras.get("launch", "mpiexec")
+        argv = launcher_argv(self.build, self.layout, launch)
+        return " ".join(shlex.quote(a) for a in argv) + f" hostname > {self.HOSTS_FILE}"
+
+    def probed_host_problems(self) -> list[str]:
+        """Check the probe's hosts against the layout; record them in `hosts`."""
         try:
-            with open(path, errors="replace") as fp:
+            with open(os.path.join(self.stagedir, self.HOSTS_FILE), errors="replace") as fp:
+                hosts = [h.strip() for h in fp if h.strip()]
+        except OSError:
+            hosts = []
+        if hosts:
+            self.hosts = sorted(set(hosts))
+        return host_problems(hosts, self.layout)
+
+    def _job_file_text(self, name) -> str:
+        try:
+            with open(os.path.join(self.stagedir, str(name.evaluate())), errors="replace") as fp:
                 return fp.read()
         except OSError:
             return ""
 
+    def stdout_text(self) -> str:
+        return self._job_file_text(self.stdout)
+
     def stderr_text(self) -> str:
-        path = os.path.join(self.stagedir, str(self.stderr.evaluate()))
-        try:
-            with open(path, errors="replace") as fp:
-                return fp.read()
-        except OSError:
-            return ""
+        return self._job_file_text(self.stderr)
+
+
+class CatalogueMetrics(rfm.RegressionMixin):
+    """Performance variables from a catalogue entry: `self.bench.metrics`, each read
+    by the check's `_metric(metric)`."""
+
+    @run_before("performance")
+    def _perf_variables(self):
+        for m in self.bench.metrics:
+            self.perf_variables[m.name] = sn.make_performance_function(
+                self._metric, m.unit, m)

@@ -79,6 +79,8 @@ def session_extras() -> str:
 
 
 def cmd_run(args) -> int:
+    if args.only:
+        os.environ["MPIMATRIX_ONLY"] = ",".join(args.only)
     stamp = time.strftime("%Y%m%dT%H%M%S")
     report_file = reports_dir() / f"{args.mode}-{stamp}.json"
     reports_dir().mkdir(parents=True, exist_ok=True)
@@ -169,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
 
     s = sub.add_parser("run", help="run the checks with ReFrame and print a summary")
     s.add_argument("--mode", default="quick", help="ReFrame mode: quick (default), full, ...")
+    s.add_argument("--only", action="append", metavar="REGEX",
+                   help="run only the builds whose name matches (repeatable)")
     s.add_argument("reframe_args", nargs=argparse.REMAINDER,
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)

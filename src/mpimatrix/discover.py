@@ -216,15 +216,19 @@ def attach_intel_imb(builds: list[BuildRecord]) -> None:
         )
 
 
-def attach_osu_from_env(builds: list[BuildRecord]) -> None:
-    """MPIMATRIX_OSU=<build>=<bin dir>[,...]: OSU installs built by hand for a build."""
-    spec = os.environ.get("MPIMATRIX_OSU", "")
-    by_name = {b.name: b for b in builds}
-    for item in filter(None, spec.split(",")):
-        name, _, bindir = item.partition("=")
-        if name in by_name and Path(bindir).is_dir():
-            by_name[name].benchmarks["osu"] = BenchmarkInstall(
-                suite="osu", bin_dir=bindir, provenance="MPIMATRIX_OSU")
+def attach_osu_installs(builds: list[BuildRecord]) -> None:
+    """Give each build without OSU the install `mpimatrix osu-build` made for it.
+
+    Cheap (one small JSON read per build): it runs at every ReFrame config load.
+    """
+    from .osu_build import installed
+
+    for b in builds:
+        if "osu" in b.benchmarks:
+            continue
+        osu = installed(b.name)
+        if osu is not None:
+            b.benchmarks["osu"] = osu
 
 
 def discover() -> tuple[list[BuildRecord], list[Skipped]]:
@@ -233,5 +237,5 @@ def discover() -> tuple[list[BuildRecord], list[Skipped]]:
     builds += pb
     skipped += ps
     attach_intel_imb(builds)
-    attach_osu_from_env(builds)
+    attach_osu_installs(builds)
     return builds, skipped

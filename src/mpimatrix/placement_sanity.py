@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .placement import Layout
+from .placement import Layout, spread_problems
 
 _RANK = re.compile(r"^MPIMATRIX rank=(\d+) size=(\d+) host=(\S+) node_ranks=(\d+)", re.M)
 _LIB = re.compile(r"^MPIMATRIX library=(.*)$", re.M)
@@ -50,14 +50,7 @@ def problems(text: str, layout: Layout, version_regex: str) -> list[str]:
     ids = [r for r, _, _, _ in rep.ranks]
     if sorted(ids) != list(range(want)):
         errs.append(f"ranks reported {ids}, expected 0..{want - 1}")
-    per_host = Counter(h for _, _, h, _ in rep.ranks)
-    if len(per_host) != layout.nodes:
-        errs.append(f"ranks ran on {len(per_host)} host(s) {sorted(per_host)}, "
-                    f"placement {layout.name} needs {layout.nodes}")
-    bad = {h: n for h, n in per_host.items() if n != layout.ppn}
-    if bad:
-        errs.append(f"ranks per host {dict(per_host)}, placement {layout.name} needs "
-                    f"{layout.ppn} on each")
+    errs += spread_problems(Counter(h for _, _, h, _ in rep.ranks), layout)
     shared = {n for _, _, _, n in rep.ranks}
     if shared != {layout.ppn}:
         errs.append(f"MPI sees {sorted(shared)} rank(s) per shared-memory node, "

@@ -1,0 +1,108 @@
+"""`mpimatrix osu-build`: OSU installs per build in the project cache, and discovery."""
+
+import io
+import json
+import os
+import tarfile
+
+import pytest
+
+from mpimatrix import osu_build
+from mpimatrix.build_record import BuildRecord
+from mpimatrix.discover import attach_osu_installs
+
+
+def rec(name="mpich-4.0.2-debian", cc="/usr/bin/mpicc.mpich", **kw):
+    return BuildRecord(name=name, family="mpich", version="4.0.2", provenance="debian",
+                       prefix="/usr", cc=cc, launcher="/usr/bin/mpiexec.mpich",
+                       launcher_style="hydra", **kw)
+
+
+def fake_tree(root, version="7.4"):
+    root.mkdir(parents=True)
+    (root / "configure.ac").write_text(
+        f"AC_INIT([OSU-Micro-Benchmarks], [{version}], [mvapich-discuss@cse.ohio-state.edu])\n")
+    return root
+
+
+def test_source_version_and_staging(tmp_path):
+    tree = fake_tree(tmp_path / "src" / "osu-micro-benchmarks-7.4")
+    assert osu_build.source_version(tree) == "7.4"
+    only_changes = tmp_path / "old"
+    only_changes.mkdir()
+    (only_changes / "CHANGES").write_text("OSU Micro Benchmarks v5.6.1 (03/15/2019)\n")
+    assert osu_build.source_version(only_changes) == "5.6.1"
+    # a tarball with one top directory, as OSU ships it
+    tgz = tmp_path / "osu-micro-benchmarks-7.4.tar.gz"
+    with tarfile.open(tgz, "w:gz") as tf:
+        data = (tree / "configure.ac").read_bytes()
+        info = tarfile.TarInfo("osu-micro-benchmarks-7.4/configure.ac")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    staged = osu_build.stage_source(tgz, tmp_path / "work")
+    assert staged.name == "osu-micro-benchmarks-7.4" and osu_build.source_version(staged) == "7.4"
+    staged = osu_build.stage_source(tmp_path / "src", tmp_path / "work2")  # parent dir
+    assert (staged / "configure.ac").exists() and staged.parent == tmp_path / "work2"
+    with pytest.raises(osu_build.OsuBuildError, match="not an OSU source tree"):
+        osu_build.stage_source(tmp_path / "work2" / "..", tmp_path / "work3")
+
+
+def test_cxx_wrapper_and_build_script(tmp_path):
+    assert osu_build.cxx_for(rec(cc="/usr/bin/mpicc.openmpi")) == "/usr/bin/mpicxx.openmpi"
+    assert osu_build.cxx_for(rec(cc="/v/bin/mpicc")) == "/v/bin/mpicxx"
+    assert osu_build.cxx_for(rec(cc="mpiicc")) == "mpiicpc"
+    b = rec(env={"I_MPI_ROOT": "/v", "LD_LIBRARY_PATH": "/v/lib:$LD_LIBRARY_PATH"},
+            prepare_cmds=["eval `spack load --sh /abc`"])
+    plan = osu_build.BuildPlan(b, tmp_path, "7.4", tmp_path / "install", tmp_path / "w",
+                               tmp_path / "build.sh", tmp_path / "log", 2)
+    text = osu_build.script_text(plan, tmp_path / "w" / "src")
+    assert 'export LD_LIBRARY_PATH="/v/lib:$LD_LIBRARY_PATH"' in text
+    assert "eval `spack load --sh /abc`" in text
+    assert (f"./configure CC=/usr/bin/mpicc.mpich CXX=/usr/bin/mpicxx.mpich "
+            f"--prefix={tmp_path / 'install'}") in text
+    assert "set -u" not in text  # LD_LIBRARY_PATH may be unset
+
+
+def test_find_binary_prefers_the_standard_variant(tmp_path):
+    for sub in ("mpi/pt2pt/persistent", "mpi/pt2pt", "mpi/collective/blocking"):
+        (tmp_path / sub).mkdir(parents=True, exist_ok=True)
+    for path in ("mpi/pt2pt/osu_latency", "mpi/pt2pt/persistent/osu_latency",
+                 "mpi/collective/blocking/osu_allreduce"):
+        (tmp_path / path).write_text("")
+        (tmp_path / path).chmod(0o755)
+    (tmp_path / "mpi/pt2pt/osu_bw").write_text("")  # not executable
+    assert osu_build.find_binary(tmp_path, "latency") == str(tmp_path / "mpi/pt2pt/osu_latency")
+    assert osu_build.find_binary(tmp_path, "osu_allreduce").endswith("blocking/osu_allreduce")
+    assert osu_build.find_binary(tmp_path, "bw") is None
+
+
+def test_discovery_attaches_complete_cache_installs_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
+    done, half, none = rec("a"), rec("b"), rec("c")
+    for b in (done, half):
+        bindir = tmp_path / "osu" / b.name / "install" / "libexec" / "osu-micro-benchmarks"
+        bindir.mkdir(parents=True)
+    record = tmp_path / "osu" / "a" / "install" / osu_build.RECORD
+    record.write_text(json.dumps({"version": "7.4", "bin_dir": str(record.parent / "libexec" /
+                                                                    "osu-micro-benchmarks")}))
+    spack = rec("d")
+    spack.benchmarks["osu"] = osu_build.BenchmarkInstall("osu", "/spack/osu", "7.5", "spack")
+    attach_osu_installs([done, half, none, spack])
+    assert done.benchmarks["osu"].version == "7.4" and "osu" in done.features()
+    assert "osu" not in half.benchmarks and "osu" not in none.benchmarks  # no record: no OSU
+    assert spack.benchmarks["osu"].provenance == "spack"  # never replaced
+
+
+@pytest.mark.osu
+@pytest.mark.mpi
+def test_real_build_from_a_source_tree(buildset, tmp_path, monkeypatch):
+    """Builds OSU for one real build when MPIMATRIX_OSU_SOURCE names a source tree/tarball."""
+    src = os.environ.get("MPIMATRIX_OSU_SOURCE")
+    if not src:
+        pytest.skip("set MPIMATRIX_OSU_SOURCE to an OSU source tree or tarball to build one")
+    monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
+    b = next(b for b in buildset.builds if not b.prepare_cmds)
+    osu = osu_build.build_one(b, osu_build.Path(src), quiet=True)
+    assert osu_build.find_binary(osu.bin_dir, "latency")
+    assert osu_build.installed(b.name).bin_dir == osu.bin_dir
+    assert not (tmp_path / "osu" / b.name / "work").exists()

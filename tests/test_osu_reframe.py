@@ -1,0 +1,66 @@
+"""Real ReFrame runs of the OSU checks on every build that has OSU.
+
+Debian and PyPI MPIs come without OSU: `mpimatrix osu-build --source <OSU
+source tree or tarball>` builds one per build into .cache/osu/; Spack builds
+bring theirs. Without any, these tests are skipped (CI has no OSU source).
+"""
+
+import socket
+
+import pytest
+from helpers import passed_cases, run_reframe
+
+from mpimatrix.osu_catalogue import BY_NAME
+
+pytestmark = [pytest.mark.mpi, pytest.mark.reframe, pytest.mark.osu]
+
+
+@pytest.fixture(scope="module")
+def osu_builds(buildset):
+    builds = [b for b in buildset.builds if "osu" in b.benchmarks]
+    if not builds:
+        pytest.skip("no build has OSU Micro-Benchmarks: run `mpimatrix osu-build --source "
+                    "<osu-micro-benchmarks source or tarball>` (Debian/PyPI MPIs have no OSU "
+                    "package), or use a Spack environment with osu-micro-benchmarks")
+    return builds
+
+
+@pytest.fixture(scope="module")
+def quick_run(osu_builds, tmp_path_factory):
+    results = tmp_path_factory.mktemp("osu-results")
+    proc, report = run_reframe(results, "--mode", "quick", "-n", "OsuCheck", "-r",
+                               timeout=3600)
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc, report
+
+
+def test_quick_osu_run_passes_on_every_build_with_osu(osu_builds, quick_run):
+    proc, report = quick_run
+    cases = passed_cases(proc, report)
+    assert {tc["environ"] for tc in cases} == {b.environ_name for b in osu_builds}
+    quick = {b.name for b in BY_NAME.values() if b.quick}
+    per_build = {}
+    for tc in cases:
+        per_build.setdefault(tc["environ"], set()).add(tc["benchmark"])
+        bench = BY_NAME[tc["benchmark"]]
+        # placement asserted from the hosts the ranks reported (hostname probe)
+        assert tc["hosts"] == [socket.gethostname()], tc["hosts"]
+        assert tc["osu_version"] and tc["validation"] in ("on", "n/a", "off: known issue")
+        # every declared performance variable has a value; the whole curve is kept
+        names = {k.rsplit(":", 1)[-1] for k in (tc["perfvalues"] or {})}
+        assert names == {m.name for m in bench.metrics}, tc["display_name"]
+        assert all(v[0] is not None for v in (tc["perfvalues"] or {}).values())
+        if bench.kind != "hello":
+            assert tc["curve"], tc["display_name"]
+    assert all(got == quick for got in per_build.values()), per_build
+
+
+def test_compare_mode_interleaves_builds_within_each_repetition(osu_builds, tmp_path):
+    proc, report = run_reframe(tmp_path, "--mode", "compare", "-n", "OsuCheck",
+                               "-E", "benchmark == 'latency'", "--dry-run")
+    assert report is not None, proc.stdout[-2000:]
+    runs = report["runs"]
+    assert len(runs) == 3  # --reruns=2: three passes
+    orders = [[tc["environ"] for tc in run["testcases"]] for run in runs]
+    assert orders[0] == orders[1] == orders[2]  # every pass: all builds back to back
+    assert sorted(orders[0]) == sorted(b.environ_name for b in osu_builds)
