@@ -142,9 +142,13 @@ def problems(rec: BuildRecord) -> list[str]:
     """What makes a build unusable on this machine (empty when it is usable).
 
     Builds loaded by prepare_cmds (spack load) resolve their wrappers only after
-    loading, so only their prefix is checked.
+    loading, so only their prefix is checked. A source that already knows why a
+    build cannot be used (e.g. a Spack lock entry not installed) says so in a note
+    starting with "unusable: ".
     """
-    out = []
+    out = [n[len("unusable: "):] for n in rec.notes if n.startswith("unusable: ")]
+    if out:
+        return out
     if not Path(rec.prefix).is_dir():
         out.append(f"prefix {rec.prefix} does not exist (was the build removed or moved?)")
         return out

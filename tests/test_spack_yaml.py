@@ -1,0 +1,159 @@
+"""Structure of spack.yaml, the site overlays and the packages/ repository (no Spack needed)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from mpimatrix import spack_cli
+from mpimatrix.paths import project_root
+
+ROOT = project_root()
+SPACK_YAML = ROOT / "spack.yaml"
+
+
+@pytest.fixture(scope="module")
+def env() -> dict:
+    return yaml.safe_load(SPACK_YAML.read_text())["spack"]
+
+
+def _definitions(env: dict) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for d in env["definitions"]:
+        for k, v in d.items():
+            if k != "when":
+                out.setdefault(k, []).extend(v)
+    return out
+
+
+def _package(spec: str) -> str:
+    return re.split(r"[@\s+~%^]", spec.strip(), maxsplit=1)[0]
+
+
+def test_unify_false_and_no_view(env):
+    assert env["concretizer"]["unify"] is False
+    assert env["concretizer"]["concretization_cache"]["enable"] is True
+    assert env["view"] is False
+
+
+def test_every_mpi_family(env):
+    names = {_package(s) for s in _definitions(env)["mpis"]}
+    assert {"openmpi", "mpich", "intel-oneapi-mpi"} <= names
+    assert names & {"mvapich2", "mvapich"}
+
+
+def test_two_compilers_at_least(env):
+    compilers = _definitions(env)["compilers"]
+    assert len(compilers) >= 2
+    names = {re.search(r"=\s*([\w-]+)", c).group(1) for c in compilers}
+    assert {"gcc", "llvm"} <= names
+    # The compiler entries carry their own %% (propagated to the MPI): a `$%` reference
+    # would give `%%%`.
+    assert all(c.startswith("%%") for c in compilers)
+    assert "$%compilers" not in SPACK_YAML.read_text()
+
+
+@pytest.mark.parametrize("family,variant", [("openmpi", "fabrics"), ("mpich", "netmod")])
+def test_two_fabric_variants(env, family, variant):
+    values = {m.group(1) for s in _definitions(env)["mpis"] if _package(s) == family
+              for m in [re.search(rf"\b{variant}=(\S+)", s)] if m}
+    assert len(values) >= 2, values
+
+
+def test_openmpi_schedulers_explicit(env):
+    # `schedulers=auto` (the default) conflicts with the external PMIx of Open MPI 5.
+    for s in _definitions(env)["mpis"]:
+        if _package(s) == "openmpi":
+            assert "schedulers=" in s and "schedulers=auto" not in s, s
+
+
+def test_seed_002_combinations(env):
+    mpis = _definitions(env)["mpis"]
+    assert any(s.startswith("openmpi@4.1") and "schedulers=slurm" in s and "+pmi" in s
+               and "+legacylaunchers" in s for s in mpis)
+    assert any(s.startswith("mpich") and "device=ch3" in s and "netmod=tcp" in s
+               for s in mpis)
+
+
+def test_both_benchmarks_on_each_mpi(env):
+    assert set(_definitions(env)["benchmarks"]) == {"osu-micro-benchmarks",
+                                                    "intel-mpi-benchmarks"}
+    matrices = [m["matrix"] for m in env["specs"] if isinstance(m, dict)]
+    assert [["$benchmarks"], ["$^mpis"], ["$compilers"]] in matrices
+    assert [["$benchmarks"], ["$^site_mpis"], ["$compilers"]] in matrices
+
+
+def test_every_exclude_has_a_comment_naming_the_conflict(env):
+    lines = SPACK_YAML.read_text().splitlines()
+    excludes = [e for m in env["specs"] if isinstance(m, dict) for e in m.get("exclude", [])]
+    assert excludes
+    for ex in excludes:
+        idx = next(i for i, line in enumerate(lines)
+                   if line.strip().startswith("- ") and ex in line)
+        comment = []
+        j = idx - 1
+        while j >= 0 and lines[j].strip().startswith("#"):
+            comment.append(lines[j])
+            j -= 1
+        assert comment, f"exclude {ex!r} has no comment above it"
+        assert re.search(r"conflict", " ".join(comment), re.I), comment
+
+
+def test_repos_pinned_and_project_repo_first(env):
+    repos = env["repos"]
+    assert next(iter(repos)) == "mpimatrix"
+    assert repos["builtin"]["commit"] == spack_cli.PACKAGES_COMMIT
+    assert "spack/spack-packages" in repos["builtin"]["git"]
+    assert spack_cli.PACKAGES_COMMIT in SPACK_YAML.read_text()
+
+
+def test_site_overlay_chosen_by_environment_variable(env):
+    paths = [i["path"] if isinstance(i, dict) else i for i in env["include"]]
+    assert any(spack_cli.SITE_ENV in p for p in paths)
+
+
+def test_lmod_hierarchy_per_mpi(env):
+    lmod = env["modules"]["default"]["lmod"]
+    assert lmod["hierarchy"] == ["mpi"]
+    # Several builds of one MPI version per compiler must not share a module name.
+    for mpi in ("openmpi", "mpich", "mvapich2", "mvapich", "intel-oneapi-mpi"):
+        assert "{hash" in lmod["projections"][mpi]
+
+
+def test_sites():
+    sites = spack_cli.list_sites()
+    assert "debian-local" in sites
+    assert any(s != "debian-local" for s in sites), "a template for a real cluster"
+    for site in sites:
+        d = spack_cli.overlay_dir(site)
+        for f in d.glob("*.yaml"):
+            yaml.safe_load(f.read_text())  # valid YAML, also when all commented
+
+
+def test_debian_local_overlay():
+    d = spack_cli.overlay_dir("debian-local")
+    packages = yaml.safe_load((d / "packages.yaml").read_text())["packages"]
+    assert packages["gcc"]["buildable"] is False and packages["llvm"]["buildable"] is False
+    # The MPIs are not made non-buildable: openmpi@5 / mpich@4.3 build in the same matrix.
+    assert "openmpi" not in packages and "mpich" not in packages
+    shims = yaml.safe_load((d / "shims.yaml").read_text())["shims"]
+    specs = {s["spec"].split("~")[0].split("+")[0] for s in shims.values()}
+    assert {"openmpi@4.1.4", "mpich@4.0.2"} <= specs
+    defs = yaml.safe_load((d / "definitions.yaml").read_text())["definitions"]
+    assert {"openmpi@4.1.4", "mpich@4.0.2"} <= set(defs[0]["site_mpis"])
+    inc = yaml.safe_load((d / "include.yaml").read_text())["include"]
+    assert (d / inc[0]["path"]).resolve() == (ROOT / ".cache" / "spack" / "debian-local")
+    repos = yaml.safe_load((d / "repos.yaml").read_text())["repos"]
+    assert "destination" in repos["builtin"]
+
+
+def test_packages_repo_layout():
+    repo = ROOT / "packages" / "spack_repo" / "mpimatrix"
+    meta = yaml.safe_load((repo / "repo.yaml").read_text())["repo"]
+    assert meta == {"namespace": "mpimatrix", "api": "v2.2"}
+    for pkg in (repo / "packages").glob("*/package.py"):
+        text = pkg.read_text()
+        assert "Verified" in text or "verified" in text, f"{pkg}: say how the fix was verified"
+        assert re.fullmatch(r"[a-z0-9_]+", pkg.parent.name)
