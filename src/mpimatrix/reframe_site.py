@@ -12,6 +12,7 @@ import sys
 from .build_record import BuildRecord
 from .build_sources import BuildSet, load_builds
 from .paths import project_root, reports_dir, results_db, results_dir
+from .site_systems import site_systems
 
 PERFLOG_FORMAT = (
     "%(check_job_completion_time)s|reframe %(version)s|%(check_display_name)s|"
@@ -35,6 +36,18 @@ MODES = [
     {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick"]},
     # Whole catalogue, full size sweeps.
     {"name": "full", "options": [*SERIAL, "--setvar=profile=full"]},
+    # Nightly regression: the whole catalogue on every build and placement at
+    # the sizes the references cover; regressions fail against the references.
+    {"name": "nightly", "options": [*SERIAL, "--setvar=profile=quick"]},
+    # Comparison runs (seed 002's method): 3 passes over the session
+    # (--reruns=2); in each pass every test runs on all builds back to back, so
+    # a disturbed node hits every build alike, and the repetitions of one build
+    # are a whole pass apart. See docs/osu.md, "Interleaved repetitions".
+    {"name": "compare", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick",
+                                    "--reruns=2"]},
+    # Site acceptance: the whole catalogue, full sweeps, 3 interleaved passes;
+    # `mpimatrix bless` then writes the references from their median.
+    {"name": "acceptance", "options": [*SERIAL, "--setvar=profile=full", "--reruns=2"]},
 ]
 
 
@@ -79,7 +92,9 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
     report_skipped(buildset)
     envs = [environment(b) for b in buildset.builds]
     names = [e["name"] for e in envs]
-    systems = [*list(extra_systems or []), local_system(names)]
+    if extra_systems is None:
+        extra_systems = [*site_systems(names), *cluster_systems(names)]
+    systems = [*extra_systems, local_system(names)]
     if not envs:
         # ReFrame needs at least one environment per partition: keep a marker one
         # so that `reframe --list` works and says why nothing runs.
@@ -116,6 +131,15 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
         }],
         "storage": [{"enable": True, "sqlite_db_file": str(results_db())}],
     }
+
+
+def cluster_systems(envs: list[str]) -> list[dict]:
+    """The emulated Slurm cluster's system while it is up (mpimatrix cluster up)."""
+    try:
+        from .vcluster.reframe_system import systems_if_up
+    except ImportError:
+        return []
+    return systems_if_up(envs)
 
 
 def report_skipped(buildset: BuildSet) -> None:
