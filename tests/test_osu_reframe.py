@@ -55,6 +55,27 @@ def test_quick_osu_run_passes_on_every_build_with_osu(osu_builds, quick_run):
     assert all(got == quick for got in per_build.values()), per_build
 
 
+def test_whole_catalogue_on_two_builds(osu_builds, tmp_path):
+    """Issue acceptance: `reframe -n OsuCheck -r` runs the 41 benchmarks of seed 002
+    and the 2 startup ones intranode; all pass and every performance variable has a
+    value. Two builds of different families keep it to a few minutes."""
+    picked = {b.family: b for b in osu_builds}
+    if len(picked) < 2:
+        pytest.skip("OSU is installed for builds of one MPI family only")
+    envs = [b.environ_name for b in list(picked.values())[:2]]
+    proc, report = run_reframe(tmp_path, "-n", "OsuCheck%placement=intranode", "-p",
+                               f"^({'|'.join(envs)})$", "-r", timeout=3600)
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    cases = passed_cases(proc, report)
+    for env in envs:
+        got = {tc["benchmark"] for tc in cases if tc["environ"] == env}
+        assert got == set(BY_NAME) and len(got) == 43, sorted(set(BY_NAME) - got)
+    for tc in cases:  # osu_hello declares none
+        names = {k.rsplit(":", 1)[-1] for k in (tc["perfvalues"] or {})}
+        assert names == {m.name for m in BY_NAME[tc["benchmark"]].metrics}, tc["display_name"]
+        assert all(v[0] is not None for v in (tc["perfvalues"] or {}).values())
+
+
 def test_compare_mode_interleaves_builds_within_each_repetition(osu_builds, tmp_path):
     proc, report = run_reframe(tmp_path, "--mode", "compare", "-n", "OsuCheck",
                                "-E", "benchmark == 'latency'", "--dry-run")

@@ -2,8 +2,9 @@
 
 tests/fixtures/spack/debian-local-v6.spack.lock was written by `spack -e .
 concretize` (Spack 1.1.0, spack-packages v2025.11.0) with the debian-local
-overlay: the whole matrix, 58 roots. Its externals point at the shim prefixes
-`mpimatrix spack shims` made in the checkout it was concretized in.
+overlay: the whole matrix, 58 roots (benchmarks/concretize_time.py --cold). Its
+externals point at the shim prefixes `mpimatrix spack shims` made in the checkout
+it was concretized in.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ def test_lock_metadata_and_pins():
     assert lock.spack["version"] == spack_cli.SPACK_VERSION
     assert lock.spack["commit"] == spack_cli.SPACK_COMMIT
     assert len(lock.roots) == 58
+    # IMB comes from the project's repository (packages/), OSU from builtin
+    namespaces = {(n.name, n.data.get("namespace")) for n in lock.nodes.values()
+                  if n.name in ("intel-mpi-benchmarks", "osu-micro-benchmarks")}
+    assert namespaces == {("intel-mpi-benchmarks", "mpimatrix"),
+                          ("osu-micro-benchmarks", "builtin")}
 
 
 def test_one_record_per_mpi_build_and_compiler(records):

@@ -303,6 +303,33 @@ def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
 @pytest.mark.cluster
 @pytest.mark.reframe
 @pytest.mark.mpi
+@pytest.mark.osu
+def test_osu_internode_pt2pt_and_two_node_collectives(vcluster, buildset, tmp_path):
+    """OSU through Slurm: point-to-point on 2 nodes and collectives on every 2-node
+    layout; each record carries the 2 distinct hosts the ranks reported."""
+    osu = [b for b in buildset.builds if "osu" in b.benchmarks]
+    if not osu:
+        pytest.skip("no build has OSU Micro-Benchmarks (`mpimatrix osu-build --source ...`)")
+    env = osu[0].environ_name
+    proc, report = _reframe_in_head(
+        vcluster["lay"], tmp_path, "-n",
+        "OsuCheck%placement=(internode|2x[0-9]+)%benchmark=(latency|bw|allreduce|alltoall|ibcast)$",
+        "--system", "vcluster:compute", "-p", f"^{env}$", "-r")
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = report_cases(report)
+    layouts = {tc["placement"] for tc in cases}
+    assert "internode" in layouts and len(layouts) >= 2, layouts
+    assert {tc["benchmark"] for tc in cases} == {"latency", "bw", "allreduce", "alltoall",
+                                                 "ibcast"}
+    for tc in cases:
+        assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
+        assert tc["hosts"] == ["node1", "node2"], tc["hosts"]
+        assert all(v[0] is not None for v in tc["perfvalues"].values())
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
 def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
     proc, report = _reframe_in_head(vcluster["lay"], tmp_path, "-n", "NodeLatencyRatioCheck",
                                     "--system", "vcluster:compute", "-r",

@@ -141,7 +141,7 @@ class BuildCheck(rfm.RegressionTestPlugin):
         return self._job_file_text(self.stderr)
 
 
-class CatalogueMetrics(rfm.RegressionMixin):
+class CatalogueMetrics(rfm.RegressionTestPlugin):
     """Performance variables from a catalogue entry: `self.bench.metrics`, each read
     by the check's `_metric(metric)`."""
 
