@@ -98,7 +98,7 @@ def test_net_snapshot_command_runs():
     assert re.match(r"MPIMATRIX netdev when=before host=\S+ rx=\d+ tx=\d+$", proc.stdout)
 
 
-def test_clear_error_without_root(tmp_path):
+def test_clear_error_without_root(tmp_path, monkeypatch):
     """Not root / no capabilities: a clear error, nothing started."""
     if os.geteuid() != 0:
         proc = subprocess.run([MPIMATRIX, "cluster", "up", "--dir", str(tmp_path)],
@@ -112,11 +112,24 @@ def test_clear_error_without_root(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "lacks CAP_SYS_ADMIN and CAP_NET_ADMIN" in proc.stderr
     assert not (tmp_path / "state.json").exists()
-    # And as an ordinary user.
+    # And as an ordinary user (nobody), when nobody can read the project's venv
+    # (a checkout under a private directory, e.g. mktemp -d, is not).
+    if not _readable_by_others(Path(MPIMATRIX)):
+        monkeypatch.setattr(os, "geteuid", lambda: 65534)
+        assert any("must run as root (uid is 65534)" in p for p in privileges.problems())
+        return
     proc = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                            MPIMATRIX, "cluster", "up", "--dir", str(tmp_path)],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "must run as root" in proc.stderr, proc.stderr
+
+
+def _readable_by_others(path: Path) -> bool:
+    """Every directory above `path` traversable and the file readable by others."""
+    path = path.resolve()
+    if not path.stat().st_mode & 0o004:
+        return False
+    return all(d.stat().st_mode & 0o001 for d in path.parents)
 
 
 # -- the cluster ------------------------------------------------------------------------------
