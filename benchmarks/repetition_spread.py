@@ -16,30 +16,14 @@ and as --repeat copies (display names differing only in %.repeat_no=N).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def load_sessions(reports: list[str], sessions: list[str]) -> list[dict]:
-    out = [json.loads(Path(p).read_text()) for p in reports]
-    for uuid in sessions:
-        cmd = [str(Path(sys.executable).parent / "reframe"), "-C",
-               str(ROOT / "site_config" / "reframe_config.py"),
-               "--describe-stored-sessions", uuid]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        try:
-            data = json.loads(proc.stdout)
-        except ValueError:
-            raise SystemExit(f"no stored session {uuid}: {proc.stderr.strip()[-300:]}") from None
-        out += data if isinstance(data, list) else [data]
-    return out
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mpimatrix.cli import sessions_from_args
 
 
 def key_of(tc: dict) -> tuple[str, str, str]:
@@ -83,9 +67,7 @@ def main(argv=None) -> int:
     p.add_argument("--var", default="latency_8B|bandwidth_4MiB",
                    help="performance variables, a regex (default latency_8B|bandwidth_4MiB)")
     args = p.parse_args(argv)
-    reports = args.report or ([] if args.session else [str(ROOT / "results" / "reports" /
-                                                           "latest.json")])
-    sessions = load_sessions(reports, args.session)
+    sessions = sessions_from_args(args)  # default: results/reports/latest.json
     acc = collect(sessions, args.check, args.var)
     if not acc:
         print("no passing test case with those performance variables", file=sys.stderr)

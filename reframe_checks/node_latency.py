@@ -24,7 +24,7 @@ from reframe.core.builtins import (
 )
 
 from mpimatrix.checks_base import BuildCheck
-from mpimatrix.launch import BuildLauncher, launcher_argv
+from mpimatrix.launch import BuildLauncher
 from mpimatrix.placement import INTERNODE, INTRANODE, Layout
 
 _LINE = re.compile(r"^MPIMATRIX pingpong label=(\w+) (.*)$", re.M)
@@ -63,10 +63,9 @@ class NodeLatencyRatioCheck(rfm.RegressionTest, BuildCheck):
         # BuildCheck set the launcher for the whole allocation; run intranode
         # first (prerun), then internode as the main command, so that the
         # network counters bracket the internode run only.
-        launch = self.current_partition.extras.get("launch", "mpiexec")
-        intra = launcher_argv(self.build, INTRANODE, launch)
+        intra = self.launch_argv(INTRANODE)
         self.prerun_cmds = [*self.prerun_cmds, " ".join([*intra, self.executable, "intra"])]
-        self.job.launcher = BuildLauncher(launcher_argv(self.build, INTERNODE, launch))
+        self.job.launcher = BuildLauncher(self.launch_argv(INTERNODE))
 
     def _run(self, label: str) -> dict[str, str]:
         return _runs(self.stdout_text()).get(label, {})

@@ -83,10 +83,15 @@ class BuildCheck(rfm.RegressionTestPlugin):
         if path.is_file():
             self.reference = {"$ref": str(path)}
 
+    def launch_argv(self, layout: Layout | None = None) -> list[str]:
+        """The build's launch command for a layout (default: this test's) on the
+        current partition (its extras.launch: mpiexec, mpirun or srun)."""
+        launch = self.current_partition.extras.get("launch", "mpiexec")
+        return launcher_argv(self.build, layout or self.layout, launch)
+
     @run_before("run")
     def _use_build_launcher(self):
-        launch = self.current_partition.extras.get("launch", "mpiexec")
-        self.job.launcher = BuildLauncher(launcher_argv(self.build, self.layout, launch))
+        self.job.launcher = BuildLauncher(self.launch_argv())
 
     @run_before("run", always_last=True)
     def _bracket_with_net_counters(self):
@@ -112,9 +117,7 @@ class BuildCheck(rfm.RegressionTestPlugin):
     def hostname_probe_cmd(self) -> str:
         """`hostname` launched exactly like the program (same launcher, placement
         and environment), for programs that do not print where their ranks ran."""
-        launch = self.current_partition.extras.get("launch", "mpiexec")
-        argv = launcher_argv(self.build, self.layout, launch)
-        return " ".join(shlex.quote(a) for a in argv) + f" hostname > {self.HOSTS_FILE}"
+        return shlex.join(self.launch_argv()) + f" hostname > {self.HOSTS_FILE}"
 
     def probed_host_problems(self) -> list[str]:
         """Check the probe's hosts against the layout; record them in `hosts`."""

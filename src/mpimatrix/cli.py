@@ -117,7 +117,7 @@ def stored_sessions(uuids: list[str]) -> list[dict]:
     return out
 
 
-def _sessions_from_args(args) -> list[dict]:
+def sessions_from_args(args) -> list[dict]:
     sessions = [report.load_report(Path(p)) for p in args.report or []]
     sessions += stored_sessions(args.session or [])
     if not sessions:
@@ -130,13 +130,13 @@ def _sessions_from_args(args) -> list[dict]:
 
 
 def cmd_report(args) -> int:
-    for s in _sessions_from_args(args):
+    for s in sessions_from_args(args):
         print(report.format_table(s, width=args.width))
     return 0
 
 
 def cmd_bless(args) -> int:
-    sessions = _sessions_from_args(args)
+    sessions = sessions_from_args(args)
     system = args.system
     if system is None:
         systems = {tc.get("system") for tc in references.testcases(sessions)}

@@ -55,12 +55,21 @@ def spack_version(exe: str) -> tuple[str, str]:
     return (m.group(1), m.group(2) or "") if m else ("", "")
 
 
+def pinned_clones(spack_dest: str, packages_dest: str) -> list[list[str]]:
+    """The `git clone` commands of the pinned Spack release and builtin packages
+    (MPIMATRIX_SPACK_GIT / MPIMATRIX_PACKAGES_GIT replace the upstream URLs)."""
+    spack_git = os.environ.get("MPIMATRIX_SPACK_GIT", f"{SPACK_GIT}.git")
+    packages_git = os.environ.get("MPIMATRIX_PACKAGES_GIT", f"{PACKAGES_GIT}.git")
+    return [["git", "clone", "--depth=2", "--branch", f"v{SPACK_VERSION}", spack_git,
+             spack_dest],
+            ["git", "clone", "--depth=2", "--branch", PACKAGES_TAG, packages_git,
+             packages_dest]]
+
+
 def get_spack_instructions(dest: str = "$HOME/spack") -> str:
-    return (
-        f"git clone --depth=2 --branch v{SPACK_VERSION} {SPACK_GIT}.git {dest}\n"
-        f"git clone --depth=2 --branch {PACKAGES_TAG} {PACKAGES_GIT}.git "
-        f"{dest}/../spack-packages\n"
-        f". {dest}/share/spack/setup-env.sh     # or: export SPACK_ROOT={dest}")
+    clones = pinned_clones(dest, f"{dest}/../spack-packages")
+    return "\n".join([*(" ".join(c) for c in clones),
+                      f". {dest}/share/spack/setup-env.sh     # or: export SPACK_ROOT={dest}"])
 
 
 def cmd_locate(args) -> int:
@@ -100,26 +109,17 @@ def cmd_locate(args) -> int:
     return rc
 
 
-def clone_pinned(dest: Path, spack_git: str | None = None,
-                 packages_git: str | None = None) -> list[list[str]]:
+def clone_pinned(dest: Path) -> None:
     """Clone the pinned Spack release and builtin packages side by side
-    (dest, dest/../spack-packages, where debian-local looks); return the commands."""
-    spack_git = spack_git or os.environ.get("MPIMATRIX_SPACK_GIT", f"{SPACK_GIT}.git")
-    packages_git = packages_git or os.environ.get("MPIMATRIX_PACKAGES_GIT",
-                                                  f"{PACKAGES_GIT}.git")
-    cmds = [["git", "clone", "--quiet", "--depth=2", "--branch", f"v{SPACK_VERSION}",
-             spack_git, str(dest)],
-            ["git", "clone", "--quiet", "--depth=2", "--branch", PACKAGES_TAG, packages_git,
-             str(dest.parent / "spack-packages")]]
-    for cmd in cmds:
+    (dest, dest/../spack-packages, where debian-local looks)."""
+    for cmd in pinned_clones(str(dest), str(dest.parent / "spack-packages")):
         if Path(cmd[-1]).exists():
             continue
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run([*cmd[:2], "--quiet", *cmd[2:]], capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"mpimatrix: `{' '.join(cmd)}` failed: "
                              f"{proc.stderr.strip()[-400:]}\nOffline: see docs/spack.md, "
                              "\"Offline sites\" (copy both repositories at the pins).")
-    return cmds
 
 
 def cmd_get(args) -> int:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from .build_record import BenchmarkInstall, BuildError, BuildRecord
 from .discover import OPENMPI_ENV
+from .spack_cli import find_spack
 
 SUPPORTED_VERSIONS = {6: "Spack 1.0/1.1", 7: "Spack 1.2"}
 
@@ -285,12 +286,6 @@ def spec_string(lock: Lock, node: Node) -> str:
 
 
 # -- installed prefixes ---------------------------------------------------------------------------
-def find_spack() -> str | None:
-    from .spack_cli import find_spack as _find
-
-    return _find()
-
-
 def spack_env_args(lock_path: Path) -> list[str]:
     """`-e <dir>` when the lock sits in an environment directory (spack.yaml next to it)."""
     env_dir = lock_path.resolve().parent
