@@ -50,6 +50,9 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
                                 *ITERATIONS[self.profile], "-npmin", str(self.layout.ranks)]
         self.env_vars.update(imb.env)
 
+    def results_complete(self, stdout):
+        return imb_output.FINALIZE_MARK in stdout
+
     def _run(self):
         return imb_output.parse(self.stdout_text() + "\n" + self.stderr_text())
 

@@ -27,6 +27,11 @@ class MpiPlacementCheck(rfm.RegressionTest, BuildCheck):
     @run_after("init")
     def _key(self):
         self.ref_key = f"placement@{self.layout.name}"
+        self.time_limit = "3m"  # a probe: seconds when healthy; a hang costs little
+
+    def results_complete(self, stdout):
+        return not placement_sanity.problems(stdout, self.layout,
+                                             self.build.library_version_regex)
 
     @run_after("setup")
     def _exe_name(self):

@@ -53,6 +53,10 @@ class NodeLatencyRatioCheck(rfm.RegressionTest, BuildCheck):
     @run_after("init")
     def _key(self):
         self.ref_key = "pingpong@intra_vs_inter"
+        self.time_limit = "5m"  # two short ping-pongs; a hang costs little
+
+    def results_complete(self, stdout):
+        return {"intra", "inter"} <= set(_runs(stdout))
 
     @run_after("setup")
     def _exe_name(self):

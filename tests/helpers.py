@@ -30,6 +30,22 @@ def report_cases(report: dict) -> list[dict]:
     return [tc for run in report["runs"] for tc in run["testcases"]]
 
 
+def final_cases(report: dict) -> list[dict]:
+    """Each test case's last attempt (a session run with --max-retries has one
+    report run per retry round, holding only the cases retried)."""
+    last = {}
+    for run in report["runs"]:
+        for tc in run["testcases"]:
+            last[(tc["name"], tc["system"], tc["partition"], tc["environ"])] = tc
+    return list(last.values())
+
+
+def retried_failures(report: dict) -> list[dict]:
+    """The failed attempts that were retried (all but the last report run)."""
+    return [tc for run in report["runs"][:-1] for tc in run["testcases"]
+            if tc["result"] != "pass"]
+
+
 def passed_cases(proc: subprocess.CompletedProcess, report: dict) -> list[dict]:
     """The report's test cases, asserting that ReFrame succeeded and every case passed."""
     cases = report_cases(report)

@@ -21,7 +21,7 @@ import pytest
 from helpers import FIXTURES, ROOT, passed_cases, run_reframe
 
 from mpimatrix import spack_cli
-from mpimatrix.build_record import BuildError, problems
+from mpimatrix.build_record import SRUN_PMI1_LINE_NOTE, BuildError, problems
 from mpimatrix.spack_lock import LockError, builds_from_lock, read_lock
 
 LOCK = FIXTURES / "spack" / "debian-local-v6.spack.lock"
@@ -86,6 +86,10 @@ def test_fabric_pmi_and_compiler_per_build(records):
     assert recs["mpich-4.3.2-ofi-llvm14"].compiler == "llvm@14.0.6"
     assert "device=ch4" in recs["mpich-4.3.2-ofi-llvm14"].spec
     assert "%c,cxx=llvm@14.0.6" in recs["mpich-4.3.2-ofi-llvm14"].spec
+    # MPICH >= 4.1 speaks PMI-1 lines that Slurm's pmi2 plugin cuts: Hydra, not srun.
+    assert recs["mpich-4.3.2-ofi-llvm14"].pmi == ""
+    assert SRUN_PMI1_LINE_NOTE in recs["mpich-4.3.2-ofi-llvm14"].notes
+    assert recs["mpich-4.0.2-ext-gcc12"].pmi == "pmi2"
 
 
 def test_external_mpi_gives_one_record_per_benchmark_compiler(records):
@@ -178,6 +182,8 @@ def test_reframe_runs_the_builds_of_a_lock(tmp_path):
     if not (shutil.which("mpicc.openmpi") and shutil.which("mpicc.mpich")):
         pytest.skip("the lock's externals are the Debian MPIs: apt install openmpi-bin "
                     "libopenmpi-dev mpich libmpich-dev (scripts/setup.sh as root)")
+    if not Path("/usr/bin/clang").exists():
+        pytest.skip("the lock's llvm@14 builds use Debian's clang: apt install clang")
     subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "spack", "shims", "--site",
                     "debian-local"], check=True, capture_output=True, cwd=ROOT)
     shims = str(ROOT / ".cache" / "spack" / "shims")

@@ -23,9 +23,12 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import CONFIG, REFRAME, ROOT, report_cases
+from helpers import CONFIG, REFRAME, ROOT, final_cases, report_cases, retried_failures
 
 from mpimatrix import slurm_job
+from mpimatrix.build_record import BuildRecord, mpich_srun_pmi
+from mpimatrix.launch import launcher_argv
+from mpimatrix.placement import INTERNODE
 from mpimatrix.vcluster import cluster, namespaces, privileges, slurm_conf
 from mpimatrix.vcluster.layout import ClusterError, Layout
 from mpimatrix.vcluster.reframe_system import system
@@ -90,6 +93,30 @@ def test_net_bytes_and_failure_reason():
     msg = slurm_job.failure_reason(25, "NODE_FAIL", ["node1", "node2"], err)
     assert msg.startswith("Slurm job 25 ended NODE_FAIL on node1,node2: srun: error: Node "
                           "failure on node2")
+
+
+def test_timeout_after_complete_results_is_named_a_hang():
+    err = "slurmstepd-node1: error: *** STEP 3.0 ON node1 CANCELLED AT 2026 DUE TO TIME LIMIT ***\n"
+    hung = slurm_job.failure_reason(3, "TIMEOUT", ["node1", "node2"], err, results_complete=True)
+    assert hung.startswith("Slurm job 3 ended TIMEOUT on node1,node2; the program had printed "
+                           "all its results, then hung")
+    assert "DUE TO TIME LIMIT" in hung
+    cut = slurm_job.failure_reason(3, "TIMEOUT", ["node1", "node2"], err)
+    assert slurm_job.HUNG_AFTER_RESULTS not in cut
+    # Only a timeout is a hang; a node failure after the results stays a node failure.
+    assert slurm_job.HUNG_AFTER_RESULTS not in slurm_job.failure_reason(
+        3, "NODE_FAIL", ["node1"], err, results_complete=True)
+
+
+def test_direct_launch_only_with_a_pmi_slurm_serves_whole():
+    base = dict(family="mpich", provenance="pypi", prefix="/p", cc="/p/bin/mpicc",
+                launcher="/p/bin/mpiexec", launcher_style="hydra")
+    old = BuildRecord(name="mpich-4.0.2-x", version="4.0.2", pmi=mpich_srun_pmi("4.0.2"), **base)
+    new = BuildRecord(name="mpich-5.0.2-x", version="5.0.2", pmi=mpich_srun_pmi("5.0.2"), **base)
+    assert launcher_argv(old, INTERNODE, "srun") == [
+        "srun", "--mpi=pmi2", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"]
+    assert launcher_argv(new, INTERNODE, "srun") == ["/p/bin/mpiexec", "-n", "2", "-ppn", "1"]
+    assert mpich_srun_pmi("4.1") == "" and mpich_srun_pmi("4.3.2", "pmi2") == "pmi2"
 
 
 def test_net_snapshot_command_runs():
@@ -197,14 +224,26 @@ def _links() -> str:
 
 def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800
                      ) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """ReFrame in the head namespace, retrying failed cases twice: see _settled_cases."""
     report = results / "reports" / "test-report.json"
     env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
     cmd = cluster.command(lay, "head", [REFRAME, "-C", str(CONFIG), "--report-file",
-                                        str(report), "--exec-policy=serial", *args],
-                          wd=str(ROOT))
+                                        str(report), "--exec-policy=serial",
+                                        "--max-retries=2", *args], wd=str(ROOT))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     data = json.loads(report.read_text()) if report.exists() else None
     return proc, data
+
+
+def _settled_cases(report: dict) -> list[dict]:
+    """The last attempt of every case. Debian's MPICH 4.0.2 hangs in MPI_Finalize in
+    4-10% of internode runs (slurm_job.HUNG_AFTER_RESULTS): a retry is tolerated
+    only for that hang, which the failure reason must have recognised."""
+    for tc in retried_failures(report):
+        assert slurm_job.HUNG_AFTER_RESULTS in tc["fail_reason"], (
+            tc["display_name"], tc["environ"], tc["fail_reason"])
+        assert tc["environ"].startswith("mpich-4_0"), (tc["environ"], tc["fail_reason"])
+    return final_cases(report)
 
 
 def _short_tmpdir(tag: str) -> Path:
@@ -276,7 +315,7 @@ def test_placement_every_build_through_slurm(vcluster, buildset, tmp_path):
     proc, report = _reframe_in_head(vcluster["lay"], tmp_path, "-n", f"MpiPlacementCheck{P2P}",
                                     "-r")
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = report_cases(report)
+    cases = _settled_cases(report)
     envs = {b.environ_name for b in buildset.builds}
     got = {(tc["partition"], tc["environ"], tc["placement"]) for tc in cases}
     want = {(p, e, pl) for p in ("compute", "compute_mpirun") for e in envs
@@ -304,7 +343,7 @@ def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
         vcluster["lay"], tmp_path, "-n", "ImbCheck%placement=internode%benchmark=MPI1:PingPong$",
         "--system", "vcluster:compute", "-r")
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = report_cases(report)
+    cases = _settled_cases(report)
     assert {tc["environ"] for tc in cases} == abi
     for tc in cases:
         assert tc["result"] == "pass", tc["fail_reason"]
@@ -329,7 +368,7 @@ def test_osu_internode_pt2pt_and_two_node_collectives(vcluster, buildset, tmp_pa
         "OsuCheck%placement=(internode|2x[0-9]+)%benchmark=(latency|bw|allreduce|alltoall|ibcast)$",
         "--system", "vcluster:compute", "-p", f"^{env}$", "-r")
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = report_cases(report)
+    cases = _settled_cases(report)
     layouts = {tc["placement"] for tc in cases}
     assert "internode" in layouts and len(layouts) >= 2, layouts
     assert {tc["benchmark"] for tc in cases} == {"latency", "bw", "allreduce", "alltoall",
@@ -348,7 +387,7 @@ def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
                                     "--system", "vcluster:compute", "-r",
                                     "--performance-report")
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
-    cases = report_cases(report)
+    cases = _settled_cases(report)
     assert {tc["environ"] for tc in cases} == {b.environ_name for b in buildset.builds}
     lines = []
     for tc in cases:
@@ -385,7 +424,10 @@ def test_node_killed_during_session(buildset, tmp_path):
     other test cases of the session run (on the remaining nodes) and are stored in
     the results DB, and `down` still cleans up."""
     _require_cluster()
-    build = next((b for b in buildset.builds if b.family == "mpich"), buildset.builds[0])
+    # Not Debian's MPICH 4.0.2: its occasional MPI_Finalize hang (see _settled_cases)
+    # would fail the cases that must pass here, and retries would rerun the victim.
+    build = next((b for b in buildset.builds if b.family == "openmpi" and b.pmi),
+                 buildset.builds[0])
     env_name = build.environ_name
     lay = Layout.at(_short_tmpdir("f"), 3)
     host = (set(_netns_list()), _links())

@@ -61,7 +61,9 @@ class BuildRecord:
     launcher_style: str  # how to pass placement flags: "openmpi" or "hydra"
     compiler: str = ""  # e.g. "gcc@12.2.0"
     fabric: str = ""  # e.g. "ucx", "ofi", "ch4:ucx", "mrail"
-    pmi: str = ""  # srun --mpi= value for direct launch under Slurm ("pmix", "pmi2")
+    # srun --mpi= value for direct launch under Slurm ("pmix", "pmi2"); "" launches
+    # with the build's own launcher inside the allocation.
+    pmi: str = ""
     env: dict[str, str] = field(default_factory=dict)
     prepare_cmds: list[str] = field(default_factory=list)  # e.g. spack load --sh
     benchmarks: dict[str, BenchmarkInstall] = field(default_factory=dict)
@@ -193,3 +195,21 @@ def load_builds_file(path: str | os.PathLike) -> list[BuildRecord]:
 
 def dump_builds(builds: list[BuildRecord]) -> str:
     return json.dumps({"builds": [b.to_dict() for b in builds]}, indent=2)
+
+
+# Slurm's mpi/pmi2 plugin (22.05 and later: pmi1.c, "TODO: read until newline") reads
+# a PMI-1 request with one read() of at most 1024 bytes, yet offers vallen_max=1024.
+# MPICH >= 4.1 splits its PMI allgather into segments of up to vallen_max characters,
+# so a `cmd=put ... value=<segment>` line can pass 1024 bytes: the stepd parses half a
+# line ("mpi/pmi2: value not properly terminated in client request") and the job
+# hangs. Measured on the emulated cluster: IMB-MPI1 on PyPI MPICH 5.0.2 under
+# `srun --mpi=pmi2` hung or failed 100/100 times; under Hydra in the allocation 0/50.
+SRUN_PMI1_LINE_NOTE = ("srun --mpi=pmi2 not used: MPICH >= 4.1 sends PMI-1 lines longer "
+                       "than Slurm's 1024-byte PMI-1 read; launched by Hydra (mpiexec) "
+                       "inside the allocation")
+
+
+def mpich_srun_pmi(version: str, pmi_wire: str = "pmi1") -> str:
+    """srun --mpi= value for an MPICH build, or "" when direct launch is unreliable."""
+    v = tuple(int(x) for x in re.findall(r"\d+", version or "")[:2])
+    return "" if pmi_wire == "pmi1" and v >= (4, 1) else "pmi2"

@@ -109,7 +109,13 @@ class BuildCheck(rfm.RegressionTestPlugin):
         stderr = self.stderr_text()
         if slurm_job.bad_end(self.job.state) or slurm_job.node_failure(stderr):
             raise SanityError(f"{self.build.name} {self.layout.name}: " + slurm_job.failure_reason(
-                self.job.jobid, self.job.state, nodes, stderr))
+                self.job.jobid, self.job.state, nodes, stderr,
+                results_complete=self.results_complete(self.stdout_text())))
+
+    def results_complete(self, stdout: str) -> bool:
+        """Whether the program printed everything it had to (checks override this);
+        tells a hang on the way out from one in the middle of the work."""
+        return False
 
     #: Written by hostname_probe_cmd(): one line per rank.
     HOSTS_FILE = "rank_hosts.txt"

