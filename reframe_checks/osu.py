@@ -113,6 +113,10 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
     def _run(self):
         return osu_output.parse(self.stdout_text() + "\n" + self.stderr_text())
 
+    def results_complete(self, stdout):
+        return osu_sanity.complete(osu_output.parse(stdout), self.bench,
+                                   expected_sizes(self.bench, self.profile))
+
     @sanity_function
     def validate(self):
         run = self._run()

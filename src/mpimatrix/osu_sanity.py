@@ -75,6 +75,14 @@ def _table_problems(table, bench: OsuBenchmark, expected: list[int], validate: b
     return errs
 
 
+def complete(run: OsuRun, bench: OsuBenchmark, expected: list[int]) -> bool:
+    """The result table is there with every expected size (a run may still hang after)."""
+    table = run.table
+    if table is None or not table.rows:
+        return False
+    return not (bench.sized and expected and missing_sizes(table, expected))
+
+
 def curve(run: OsuRun) -> list[dict[str, float]]:
     if run.init is not None:
         return [dict(run.init)]
