@@ -2,11 +2,14 @@
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mpimatrix import discover
+from mpimatrix.build_record import SRUN_PMI1_LINE_NOTE
 from mpimatrix.paths import pypi_mpi_root
 
 pytestmark = pytest.mark.mpi
@@ -42,6 +45,13 @@ def test_pypi_wheels_found_and_intel_imb_attached_to_mpich_abi_builds():
     assert impi.env["LD_LIBRARY_PATH"].startswith(f"{impi.prefix}/lib:")
     for b in builds:
         assert ("imb" in b.benchmarks) == b.mpich_abi, b.name
+    # MPICH 5 under Slurm: Hydra in the allocation, and `mpimatrix builds` says why.
+    assert by["mpich-5.0.2-pypi"].pmi == "" and by["impi-2021.18.1-pypi"].pmi == "pmi2"
+    listing = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "builds"],
+                             capture_output=True, text=True, check=True).stdout
+    line = next(ln for ln in listing.splitlines() if ln.strip().startswith("mpich-5.0.2-pypi"))
+    assert line.endswith("(Slurm: mpiexec in allocation)")
+    assert f"note: {SRUN_PMI1_LINE_NOTE}" in listing
     mp = by["mpich-5.0.2-pypi"].benchmarks["imb"]
     assert mp.bin_dir == f"{impi.prefix}/bin"
     assert mp.env["LD_LIBRARY_PATH"].startswith(by["mpich-5.0.2-pypi"].prefix + "/lib:")

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from . import references, report
-from .build_record import BuildError
+from .build_record import SRUN_PMI1_LINE_NOTE, BuildError
 from .paths import project_root, references_dir, reports_dir
 
 
@@ -43,8 +43,12 @@ def cmd_builds(args) -> int:
                                          if bs.lock_sha256 else ""))
     for b in bs.builds:
         benches = ",".join(sorted(b.benchmarks)) or "-"
+        slurm = f"srun --mpi={b.pmi}" if b.pmi else "mpiexec in allocation"
         print(f"  {b.name:28} {b.environ_name:28} {b.launcher_style:8} "
-              f"benchmarks={benches:8} {b.launcher}")
+              f"benchmarks={benches:8} {b.launcher}  (Slurm: {slurm})")
+        for note in b.notes:
+            if note == SRUN_PMI1_LINE_NOTE:
+                print(f"      note: {note}")
     for s in bs.skipped:
         print(f"  SKIPPED {s.name}: {s.reason}")
     if not bs.builds:
