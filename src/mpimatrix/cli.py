@@ -46,9 +46,8 @@ def cmd_builds(args) -> int:
         slurm = f"srun --mpi={b.pmi}" if b.pmi else "mpiexec in allocation"
         print(f"  {b.name:28} {b.environ_name:28} {b.launcher_style:8} "
               f"benchmarks={benches:8} {b.launcher}  (Slurm: {slurm})")
-        for note in b.notes:
-            if note == SRUN_PMI1_LINE_NOTE:
-                print(f"      note: {note}")
+        if SRUN_PMI1_LINE_NOTE in b.notes:
+            print(f"      note: {SRUN_PMI1_LINE_NOTE}")
     for s in bs.skipped:
         print(f"  SKIPPED {s.name}: {s.reason}")
     if not bs.builds:

@@ -252,8 +252,9 @@ def pmi_of(node: Node, family: str) -> str:
     if family == "mvapich2":
         v = str(node.variant("pmi_version", "pmi2"))
         return PMI_OF_VARIANT.get(v, "pmi2")
-    pmi = PMI_OF_VARIANT.get(str(node.variant("pmi", "default")), "pmi2")
-    if family == "mpich" and pmi == "pmi2" and str(node.variant("pmi", "default")) != "pmi2":
+    variant = str(node.variant("pmi", "default"))
+    pmi = PMI_OF_VARIANT.get(variant, "pmi2")
+    if family == "mpich" and pmi == "pmi2" and variant != "pmi2":
         # The PMI-1 wire protocol: Slurm's pmi2 plugin cuts MPICH >= 4.1's long lines.
         return mpich_srun_pmi(str(node.version))
     return pmi
