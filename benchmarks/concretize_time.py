@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix import spack_cli
+from mpimatrix.builds.spack import site_overlay
+from mpimatrix.builds.spack import tool as spack_tool
 
 
 def main() -> int:
@@ -36,19 +37,19 @@ def main() -> int:
     ap.add_argument("--cold", action="store_true", help="fresh SPACK_USER_CACHE_PATH")
     ap.add_argument("--keep", metavar="DIR", help="environment copy here (kept)")
     args = ap.parse_args()
-    spack = spack_cli.find_spack()
+    spack = spack_tool.find_spack()
     if spack is None:
         print("Spack not found (SPACK_ROOT or PATH); `mpimatrix spack locate` says how to get "
               "it", file=sys.stderr)
         return 2
     env = dict(os.environ)
-    env.setdefault(spack_cli.SITE_ENV, "debian-local")
-    if env[spack_cli.SITE_ENV] == "debian-local":
-        spack_cli.write_shims("debian-local", out=open(os.devnull, "w"))
+    env.setdefault(spack_tool.SITE_ENV, "debian-local")
+    if env[spack_tool.SITE_ENV] == "debian-local":
+        site_overlay.write_shims("debian-local", out=open(os.devnull, "w"))
     scratch = Path(args.keep or tempfile.mkdtemp(prefix="mpimatrix-concretize-"))
     if args.cold:
         env["SPACK_USER_CACHE_PATH"] = str(scratch / "user-cache")
-    env_dir = spack_cli.env_copy(scratch / "env", args.spec)
+    env_dir = spack_tool.env_copy(scratch / "env", args.spec)
     load0 = os.getloadavg()
     t0 = time.monotonic()
     proc = subprocess.run([spack, "-e", str(env_dir), "concretize", "-f"], env=env,
@@ -59,8 +60,8 @@ def main() -> int:
         print(proc.stdout[-2000:] + proc.stderr[-3000:], file=sys.stderr)
         return proc.returncode
     lock = json.loads((env_dir / "spack.lock").read_text())
-    print(f"spack:             {spack_cli.spack_version(spack)[0]} ({spack})")
-    print(f"site:              {env[spack_cli.SITE_ENV]}")
+    print(f"spack:             {spack_tool.spack_version(spack)[0]} ({spack})")
+    print(f"site:              {env[spack_tool.SITE_ENV]}")
     print(f"roots:             {len(lock['roots'])}")
     print(f"concrete specs:    {len(lock['concrete_specs'])}")
     print(f"caches:            {'cold (fresh user cache)' if args.cold else 'as they are'}")

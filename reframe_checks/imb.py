@@ -8,34 +8,40 @@ benchmark dying never loses the others' results.
 """
 
 import os
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 
-from mpimatrix import imb_output, imb_sanity
-from mpimatrix.checks_base import BuildCheck, CatalogueMetrics
-from mpimatrix.imb_catalogue import BY_KEY, CATALOGUE, ITERATIONS, SIZES, metric_value
+from mpimatrix.rfm.build_check import BuildCheck
+from mpimatrix.rfm.perf import CataloguePerformance
+from mpimatrix.suites.common import metric_value
+from mpimatrix.suites.imb import output as imb_output
+from mpimatrix.suites.imb.catalogue import BY_KEY, CATALOGUE, ITERATIONS, SIZES
+from mpimatrix.suites.imb.sanity import imb_curve, imb_result_problems
 
 
 @rfm.simple_test
-class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
+class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     descr = "Intel MPI Benchmarks"
+    sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+imb"]
     benchmark = parameter([b.key for b in CATALOGUE])
 
-    #: The whole size curve of every table of this benchmark (run record).
+    #: The whole size curve of every table of this benchmark (run record): per
+    #: table ("default", or the RMA mode), rows of size and canonical columns.
     curve = variable(typ.Dict[str, typ.List[typ.Dict[str, float]]], value={})
 
     @run_after("init")
     def _select(self):
         self.bench = BY_KEY[self.benchmark]
-        self.ref_key = f"{self.benchmark}@{self.layout.name}"
+        self.ref_key = f"{self.benchmark}@{self.placement.name}"
         self.tags |= {"imb", self.bench.suite.lower()}
         if self.bench.quick:
             self.tags.add("quick")
-        ranks = self.layout.ranks
+        ranks = self.placement.ranks
         if ranks < self.bench.min_ranks or (self.bench.max_ranks and
                                             ranks > self.bench.max_ranks):
             self.valid_systems = []  # this benchmark cannot run with this many ranks
@@ -43,36 +49,36 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
     @run_before("run")
     def _command(self):
         imb = self.build.benchmarks["imb"]
-        self.executable = os.path.join(imb.bin_dir, self.bench.binary)
+        self.executable = shlex.quote(os.path.join(imb.bin_dir, self.bench.binary))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]
         self.executable_opts = [self.bench.name, "-msglen", "imb_msglen.txt",
-                                *ITERATIONS[self.profile], "-npmin", str(self.layout.ranks)]
-        self.env_vars.update(imb.env)
+                                *ITERATIONS[self.profile], "-npmin", str(self.placement.ranks)]
+        self.use_benchmark(imb)
 
-    def results_complete(self, stdout):
-        return imb_output.FINALIZE_MARK in stdout
+    def parse_output(self):
+        return imb_output.parse(self.stdout_text(), self.stderr_text())
 
-    def _run(self):
-        return imb_output.parse(self.stdout_text() + "\n" + self.stderr_text())
+    def results_complete(self):
+        return self.parsed.finalized
 
     @sanity_function
     def validate(self):
-        run = self._run()
-        self.curve = imb_sanity.curve(run, self.bench, self.layout.ranks)
-        errs = imb_sanity.problems(run, self.bench, self.layout.ranks, SIZES[self.profile])
+        run = self.parsed
+        self.curve = imb_curve(run, self.bench, self.placement.ranks)
+        errs = imb_result_problems(run, self.bench, self.placement.ranks, SIZES[self.profile])
         errs += self._traffic_left_node(run)
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.layout.name}: "
+        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
                               + "; ".join(errs))
 
     def _traffic_left_node(self, run):
         """Internode ping-pong/ping-ping on partitions that count NIC bytes: at least
         the bytes the table says were exchanged (warm-up not included) must have
         crossed the first node's interface, else the "nodes" shared memory."""
-        if (self.net_bytes < 0 or self.layout.nodes < 2
+        if (self.net_bytes < 0 or self.placement.nodes < 2
                 or self.bench.name not in ("PingPong", "PingPing")):
             return []
-        table = run.find(self.bench.name, self.layout.ranks)
+        table = run.find(self.bench.name, self.placement.ranks)
         if table is None or "#repetitions" not in table.columns:
             return []
         moved = int(sum(2 * r["#bytes"] * r["#repetitions"] for r in table.rows))
@@ -81,11 +87,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CatalogueMetrics):
         return [f"only {self.net_bytes} B crossed the first node's network interface while "
                 f"the ranks exchanged {moved} B: the traffic did not leave the node"]
 
-    def _metric(self, metric):
-        run = self._run()
+    def metric_value(self, metric):
         mode = self.bench.modes[0] if self.bench.modes else None
-        table = run.find(self.bench.name, self.layout.ranks, mode)
-        value = metric_value(table, metric) if table else None
-        if value is None:
-            raise ValueError(f"no {metric.name} in IMB {self.bench.key} output")
-        return value
+        return metric_value(self.parsed.find(self.bench.name, self.placement.ranks, mode),
+                            metric)

@@ -1,52 +1,59 @@
 """Launch/placement sanity on every build.
 
-Compiles a probe with the build's own wrapper, launches it with the build's
-launcher and placement, and asserts world size, ranks per host, distinct or
-equal hosts, and that the MPI library at run time is the build's. A launcher
-that silently starts singletons (seed 002: Open MPI under Slurm) fails here.
+Launches the placement probe (compiled once per build by the ProbeBuild
+fixture) with the build's launcher and placement, and asserts world size,
+ranks per host, distinct or equal hosts, and that the MPI library at run time
+is the build's. A launcher that silently starts singletons (Open MPI under
+Slurm without its PMI) fails here.
 """
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, sanity_function, variable
+from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 
-from mpimatrix import placement_sanity
-from mpimatrix.checks_base import BuildCheck
+from mpimatrix.rfm.build_check import BuildCheck
+from mpimatrix.rfm.fixtures import ProbeBuild
+from mpimatrix.suites.common import stderr_tail
+from mpimatrix.suites.probe import placement_output
 
 
 @rfm.simple_test
-class MpiPlacementCheck(rfm.RegressionTest, BuildCheck):
+class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     descr = "MPI launch/placement sanity"
+    sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+mpi"]
-    build_system = "SingleSource"
-    sourcepath = "mpi_placement.c"
-    executable = "./mpi_placement"
+    probes = fixture(ProbeBuild, scope="environment")
     tags = {"quick", "sanity", "placement"}
     library = variable(str, value="")
 
     @run_after("init")
     def _key(self):
-        self.ref_key = f"placement@{self.layout.name}"
+        self.ref_key = f"placement@{self.placement.name}"
         self.time_limit = "3m"  # a probe: seconds when healthy; a hang costs little
 
-    def results_complete(self, stdout):
-        return not placement_sanity.problems(stdout, self.layout,
-                                             self.build.library_version_regex)
+    @run_before("run")
+    def _executable(self):
+        self.executable = self.probes.path("mpi_placement")
 
-    @run_after("setup")
-    def _exe_name(self):
-        self.build_system.executable = "mpi_placement"
+    def parse_output(self):
+        text = self.stdout_text()
+        return text, placement_output.parse(text)
+
+    def _problems(self) -> list[str]:
+        text, _ = self.parsed
+        return placement_output.placement_output_problems(text, self.placement,
+                                                          self.build.library_version_regex)
+
+    def results_complete(self):
+        return not self._problems()
 
     @sanity_function
     def validate(self):
-        text = self.stdout_text()
-        rep = placement_sanity.parse(text)
+        _, rep = self.parsed
         self.hosts = rep.hosts
         self.library = rep.library.split("|")[0]
-        errs = placement_sanity.problems(text, self.layout, self.build.library_version_regex)
-        if errs:
-            tail = self.stderr_text().strip().splitlines()[-3:]
-            if tail:
-                errs.append("stderr: " + " / ".join(tail))
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.layout.name}: "
+        errs = self._problems()
+        if errs and stderr_tail(self.stderr_text()):
+            errs.append(stderr_tail(self.stderr_text()))
+        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
                               + "; ".join(errs))

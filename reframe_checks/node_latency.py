@@ -10,11 +10,12 @@ silently use shared memory between emulated nodes), and internode latency is
 at least `min_ratio` times intranode.
 """
 
-import re
+import shlex
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import (
+    fixture,
     parameter,
     performance_function,
     run_after,
@@ -23,27 +24,21 @@ from reframe.core.builtins import (
     variable,
 )
 
-from mpimatrix.checks_base import BuildCheck
-from mpimatrix.launch import BuildLauncher
-from mpimatrix.placement import INTERNODE, INTRANODE, Layout
-
-_LINE = re.compile(r"^MPIMATRIX pingpong label=(\w+) (.*)$", re.M)
-
-
-def _runs(text: str) -> dict[str, dict[str, str]]:
-    return {m.group(1): dict(kv.split("=", 1) for kv in m.group(2).split())
-            for m in _LINE.finditer(text)}
+from mpimatrix.placement import INTERNODE, INTRANODE, Placement
+from mpimatrix.rfm.build_check import BuildCheck
+from mpimatrix.rfm.fixtures import ProbeBuild
+from mpimatrix.suites.common import stderr_tail
+from mpimatrix.suites.probe.pingpong_output import pingpong_runs
 
 
 @rfm.simple_test
-class NodeLatencyRatioCheck(rfm.RegressionTest, BuildCheck):
+class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     descr = "8 B ping-pong latency, intranode vs internode, same build, same job"
+    sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+mpi"]
     # One allocation big enough for both runs: 2 nodes x 2 ranks.
-    placement = parameter([Layout(2, 2, "intra_vs_inter")], fmt=lambda lay: lay.name)
-    build_system = "SingleSource"
-    sourcepath = "mpi_pingpong.c"
-    executable = "./mpi_pingpong"
+    placement = parameter([Placement(2, 2, "intra_vs_inter")], fmt=lambda p: p.name)
+    probes = fixture(ProbeBuild, scope="environment")
     executable_opts = ["inter"]
     tags = {"quick", "latency", "internode"}
 
@@ -55,28 +50,28 @@ class NodeLatencyRatioCheck(rfm.RegressionTest, BuildCheck):
         self.ref_key = "pingpong@intra_vs_inter"
         self.time_limit = "5m"  # two short ping-pongs; a hang costs little
 
-    def results_complete(self, stdout):
-        return {"intra", "inter"} <= set(_runs(stdout))
+    def parse_output(self):
+        return pingpong_runs(self.stdout_text())
 
-    @run_after("setup")
-    def _exe_name(self):
-        self.build_system.executable = "mpi_pingpong"
+    def results_complete(self):
+        return {"intra", "inter"} <= set(self.parsed)
 
     @run_before("run")
     def _two_runs(self):
-        # BuildCheck set the launcher for the whole allocation; run intranode
-        # first (prerun), then internode as the main command, so that the
-        # network counters bracket the internode run only.
-        intra = self.launch_argv(INTRANODE)
-        self.prerun_cmds = [*self.prerun_cmds, " ".join([*intra, self.executable, "intra"])]
-        self.job.launcher = BuildLauncher(self.launch_argv(INTERNODE))
+        # The allocation holds 2 nodes x 2 ranks: run intranode first (prerun),
+        # then internode as the main command, so that the network counters
+        # bracket the internode run only.
+        self.executable = shlex.quote(self.probes.path("mpi_pingpong"))
+        self.prerun_cmds = [*self.prerun_cmds,
+                            f"{self.launch_cmd(INTRANODE)} {self.executable} intra"]
 
-    def _run(self, label: str) -> dict[str, str]:
-        return _runs(self.stdout_text()).get(label, {})
+    @property
+    def main_placement(self):
+        return INTERNODE
 
     @sanity_function
     def validate(self):
-        runs = _runs(self.stdout_text())
+        runs = self.parsed
         errs = []
         for label in ("intra", "inter"):
             if label not in runs:
@@ -100,14 +95,12 @@ class NodeLatencyRatioCheck(rfm.RegressionTest, BuildCheck):
                 errs.append(f"internode 8 B latency {runs['inter']['lat_best_us']} us is only "
                             f"{ratio:.1f}x intranode {runs['intra']['lat_best_us']} us "
                             f"(need >= {self.min_ratio:g}x)")
-        if errs:
-            tail = self.stderr_text().strip().splitlines()[-3:]
-            if tail:
-                errs.append("stderr: " + " / ".join(tail))
+        if errs and stderr_tail(self.stderr_text()):
+            errs.append(stderr_tail(self.stderr_text()))
         return sn.assert_true(not errs, msg=f"{self.build.name}: " + "; ".join(errs))
 
     def _value(self, label: str, key: str) -> float:
-        run = self._run(label)
+        run = self.parsed.get(label, {})
         if key not in run:
             raise ValueError(f"no {key} for the {label}node run")
         return float(run[key])

@@ -1,7 +1,7 @@
 """ReFrame configuration generated from the builds (use: reframe -C site_config/reframe_config.py).
 
 Systems, partitions and one environment per MPI build come from
-mpimatrix.reframe_site: a Spack lock when a Spack environment is active (or
+mpimatrix.site.config: a Spack lock when a Spack environment is active (or
 MPIMATRIX_LOCK is set), an explicit builds file (MPIMATRIX_BUILDS), or else the
 MPIs discovered on this machine. Performance runs are serial: every mode uses
 --exec-policy=serial and every partition max_jobs=1.
@@ -17,6 +17,6 @@ try:
 except ImportError:  # not installed: use the source tree
     sys.path.insert(0, os.path.join(_root, "src"))
 
-from mpimatrix.reframe_site import build_config  # noqa: E402
+from mpimatrix.site.config import build_config  # noqa: E402
 
 site_configuration = build_config()

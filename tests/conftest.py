@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def buildset():
-    from mpimatrix.build_sources import load_builds
+    from mpimatrix.builds.sources import load_builds
 
     bs = load_builds()
     if not bs.builds:

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from mpimatrix.build_record import (
+from mpimatrix.builds.builds_file import load_builds_file
+from mpimatrix.builds.record import (
     BuildError,
     BuildRecord,
     dump_builds,
     environ_name,
-    load_builds_file,
-    problems,
+    why_unusable,
 )
 
 BASE = dict(name="mpich-4.0.2-debian", family="mpich", version="4.0.2", provenance="debian",
@@ -25,7 +25,7 @@ def test_round_trip_and_names(tmp_path):
     assert set(rec.features()) >= {"mpi", "mpich", "debian", "mpich_abi", "imb"}
     f = tmp_path / "builds.json"
     f.write_text(dump_builds([rec]))
-    assert load_builds_file(f)[0] == rec
+    assert load_builds_file(f) == ([rec], [])
     assert environ_name("openmpi-5.0.8-ucx-gcc12") == "openmpi-5_0_8-ucx-gcc12"
 
 
@@ -40,14 +40,16 @@ def test_library_version_regex_is_exact():
     ({"family": "lam"}, "family 'lam' is not one of"),
     ({"launcher_style": "aprun"}, "launcher_style 'aprun' is not one of"),
     ({"cc": ""}, "lacks cc; add them"),
-    ({"colour": "blue"}, "unknown keys ['colour']"),
+    ({"colour": "blue"}, "unknown fields ['colour']"),
 ])
-def test_bad_records_name_the_file_and_the_fix(tmp_path, change, message):
+def test_bad_records_are_skipped_naming_the_file_and_the_fix(tmp_path, change, message):
     f = tmp_path / "site-builds.yaml"
-    f.write_text(json.dumps({"builds": [{**BASE, **change}]}))
-    with pytest.raises(BuildError) as err:
-        load_builds_file(f)
-    assert str(f) in str(err.value) and message in str(err.value)
+    good = {**BASE, "name": "good-one"}
+    f.write_text(json.dumps({"builds": [{**BASE, **change}, good]}))
+    builds, skipped = load_builds_file(f)
+    assert [b.name for b in builds] == ["good-one"]  # the good build of the file still runs
+    assert len(skipped) == 1
+    assert str(f) in skipped[0].reason and message in skipped[0].reason
 
 
 def test_unreadable_and_malformed_files(tmp_path):
@@ -62,10 +64,13 @@ def test_unreadable_and_malformed_files(tmp_path):
         load_builds_file(bad)
 
 
-def test_problems_of_a_vanished_prefix(tmp_path):
+def test_why_a_vanished_prefix_is_unusable(tmp_path):
     rec = BuildRecord.from_dict({**BASE, "prefix": str(tmp_path / "gone")})
-    assert problems(rec) == [f"prefix {tmp_path / 'gone'} does not exist "
-                             "(was the build removed or moved?)"]
+    assert why_unusable(rec) == [f"prefix {tmp_path / 'gone'} does not exist "
+                                 "(was the build removed or moved?)"]
     rec = BuildRecord.from_dict({**BASE, "prefix": str(tmp_path),
                                  "launcher": str(tmp_path / "mpiexec")})
-    assert problems(rec)[-1] == f"launcher {tmp_path / 'mpiexec'} is missing or not executable"
+    assert why_unusable(rec)[-1] == (f"launcher {tmp_path / 'mpiexec'} is missing or not "
+                                     "executable")
+    rec = BuildRecord.from_dict({**BASE, "unusable": "not installed"})
+    assert why_unusable(rec) == ["not installed"]

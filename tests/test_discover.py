@@ -1,6 +1,5 @@
 """Discovery of the MPIs on this machine, for real, and of half-present ones."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -8,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mpimatrix import discover
-from mpimatrix.build_record import SRUN_PMI1_LINE_NOTE
+from mpimatrix.builds import discovery as discover
 from mpimatrix.paths import pypi_mpi_root
+from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 pytestmark = pytest.mark.mpi
 
@@ -46,7 +45,9 @@ def test_pypi_wheels_found_and_intel_imb_attached_to_mpich_abi_builds():
     for b in builds:
         assert ("imb" in b.benchmarks) == b.mpich_abi, b.name
     # MPICH 5 under Slurm: Hydra in the allocation, and `mpimatrix builds` says why.
-    assert by["mpich-5.0.2-pypi"].pmi == "" and by["impi-2021.18.1-pypi"].pmi == "pmi2"
+    assert by["mpich-5.0.2-pypi"].pmi == "pmi1" and by["impi-2021.18.1-pypi"].pmi == "pmi2"
+    assert srun_plugin(by["mpich-5.0.2-pypi"]) == ("", SRUN_PMI1_LINE_NOTE)
+    assert srun_plugin(by["impi-2021.18.1-pypi"]) == ("pmi2", "")
     listing = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "builds"],
                              capture_output=True, text=True, check=True).stdout
     line = next(ln for ln in listing.splitlines() if ln.strip().startswith("mpich-5.0.2-pypi"))
@@ -56,9 +57,10 @@ def test_pypi_wheels_found_and_intel_imb_attached_to_mpich_abi_builds():
     assert mp.bin_dir == f"{impi.prefix}/bin"
     assert mp.env["LD_LIBRARY_PATH"].startswith(by["mpich-5.0.2-pypi"].prefix + "/lib:")
     if DEBIAN:
-        # Debian names the MPICH library libmpich.so.12: a libmpi.so.12 link is made for IMB
-        d = by["mpich-4.0.2-debian"].benchmarks["imb"].env["LD_LIBRARY_PATH"].split(":")[0]
-        assert os.readlink(Path(d) / "libmpi.so.12").endswith("libmpich.so.12")
+        # Debian names the MPICH library libmpich.so.12: the job links libmpi.so.12 to it
+        # in its stage directory (discovery itself creates nothing)
+        links = by["mpich-4.0.2-debian"].benchmarks["imb"].abi_links
+        assert links == {"libmpi.so.12": discover.DEBIAN_LIBMPICH}
 
 
 @pytest.mark.skipif(not DEBIAN, reason="Debian MPIs not installed")
@@ -94,12 +96,18 @@ def test_broken_pypi_prefixes_are_skipped_and_others_kept(tmp_path):
 
 @pytest.mark.skipif(not (DEBIAN or PYPI), reason="no MPI installed (scripts/setup.sh)")
 def test_only_narrows_the_builds(monkeypatch):
-    from mpimatrix.build_record import BuildError
-    from mpimatrix.build_sources import load_builds
+    from mpimatrix.builds.record import BuildError
+    from mpimatrix.builds.sources import load_builds
 
     every = load_builds().builds
     monkeypatch.setenv("MPIMATRIX_ONLY", f"^{every[0].name}$")
     assert [b.name for b in load_builds().builds] == [every[0].name]
     monkeypatch.setenv("MPIMATRIX_ONLY", "no-such-mpi")
     with pytest.raises(BuildError, match="matches none of the builds"):
+        load_builds()
+    # one regular expression per line: a comma is part of a regex
+    monkeypatch.setenv("MPIMATRIX_ONLY", f"^{every[0].name[0]}{{1,2}}")
+    assert every[0].name in [b.name for b in load_builds().builds]
+    monkeypatch.setenv("MPIMATRIX_ONLY", "mpich(")
+    with pytest.raises(BuildError, match=r"'mpich\(' is not a regular expression"):
         load_builds()

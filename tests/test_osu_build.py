@@ -7,9 +7,9 @@ import tarfile
 
 import pytest
 
-from mpimatrix import osu_build
-from mpimatrix.build_record import BuildRecord
-from mpimatrix.discover import attach_osu_installs
+from mpimatrix.builds import osu_install as osu_build
+from mpimatrix.builds.discovery import attach_osu_installs
+from mpimatrix.builds.record import BuildRecord
 
 
 def rec(name="mpich-4.0.2-debian", cc="/usr/bin/mpicc.mpich", **kw):
@@ -56,7 +56,7 @@ def test_cxx_wrapper_and_build_script(tmp_path):
     plan = osu_build.BuildPlan(b, tmp_path, "7.4", tmp_path / "install", tmp_path / "w",
                                tmp_path / "build.sh", tmp_path / "log", 2)
     text = osu_build.script_text(plan, tmp_path / "w" / "src")
-    assert 'export LD_LIBRARY_PATH="/v/lib:$LD_LIBRARY_PATH"' in text
+    assert "export LD_LIBRARY_PATH=/v/lib:\"${LD_LIBRARY_PATH}\"" in text
     assert "eval `spack load --sh /abc`" in text
     assert (f"./configure CC=/usr/bin/mpicc.mpich CXX=/usr/bin/mpicxx.mpich "
             f"--prefix={tmp_path / 'install'}") in text
@@ -102,7 +102,7 @@ def test_real_build_from_a_source_tree(buildset, tmp_path, monkeypatch):
         pytest.skip("set MPIMATRIX_OSU_SOURCE to an OSU source tree or tarball to build one")
     monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
     b = next(b for b in buildset.builds if not b.prepare_cmds)
-    osu = osu_build.build_one(b, osu_build.Path(src), quiet=True)
+    osu = osu_build.build_osu(b, osu_build.Path(src), quiet=True)
     assert osu_build.find_binary(osu.bin_dir, "latency")
-    assert osu_build.installed(b.name).bin_dir == osu.bin_dir
+    assert osu_build.installed_osu(b.name).bin_dir == osu.bin_dir
     assert not (tmp_path / "osu" / b.name / "work").exists()

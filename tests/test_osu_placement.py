@@ -1,31 +1,30 @@
-"""Placement layouts generated from partitions, and host checks for programs (OSU)
+"""Placement placements generated from partitions, and host checks for programs (OSU)
 that print no hosts: a hostname probe launched like the program."""
 
 from types import SimpleNamespace
 
-from mpimatrix.osu_catalogue import BY_NAME
 from mpimatrix.placement import (
     INTERNODE,
     INTRANODE,
-    Layout,
+    Placement,
     can_host,
-    generate_layouts,
-    host_problems,
-    partition_shape,
-    runtime_layouts,
+    generate_placements,
+    rank_host_problems,
 )
+from mpimatrix.rfm.placements import partition_shape, runtime_placements
+from mpimatrix.suites.osu.catalogue import BY_NAME
 
 
 def names(shapes):
-    return [lay.name for lay in generate_layouts(shapes)]
+    return [p.name for p in generate_placements(shapes)]
 
 
-def test_this_machine_gets_point_to_point_layouts_only():
+def test_this_machine_gets_point_to_point_placements_only():
     assert names([(1, 2)]) == ["intranode", "internode"]
-    assert runtime_layouts() == (INTRANODE, INTERNODE)  # outside ReFrame
+    assert runtime_placements() == (INTRANODE, INTERNODE)  # outside ReFrame
 
 
-def test_seed_000_001_and_003_layouts_from_a_24_core_8_node_partition():
+def test_seed_000_001_and_003_placements_from_a_24_core_8_node_partition():
     got = names([(8, 24)])
     # nodes {2, 4, 8} x ppn {1, 12, 24}; 2x1 is the internode layout; full nodes 1..8
     assert got == ["intranode", "internode", "1x24", "2x12", "2x24", "4x1", "4x12", "4x24",
@@ -33,13 +32,13 @@ def test_seed_000_001_and_003_layouts_from_a_24_core_8_node_partition():
     # seed 002: 3 nodes x 1 rank; cores unknown -> 1 rank per node only
     assert names([(3, None)]) == ["intranode", "internode", "3x1"]
     # two partitions: the union, each layout hosted only where it fits
-    lays = {lay.name: lay for lay in generate_layouts([(2, 2), (4, 8)])}
-    assert {"2x2", "2x4", "2x8", "4x1", "4x4", "4x8"} <= set(lays)
-    assert can_host((2, 2), lays["2x2"]) and not can_host((2, 2), lays["2x8"])
-    assert not can_host((2, 2), lays["4x1"]) and can_host((4, 8), lays["4x1"])
+    ps = {p.name: p for p in generate_placements([(2, 2), (4, 8)])}
+    assert {"2x2", "2x4", "2x8", "4x1", "4x4", "4x8"} <= set(ps)
+    assert can_host((2, 2), ps["2x2"]) and not can_host((2, 2), ps["2x8"])
+    assert not can_host((2, 2), ps["4x1"]) and can_host((4, 8), ps["4x1"])
     assert can_host((1, 1), INTRANODE)  # 2 ranks may share a core
     assert not can_host((1, 8), INTERNODE)
-    assert can_host((3, None), Layout(3, 1)) and not can_host((3, None), Layout(2, 4))
+    assert can_host((3, None), Placement(3, 1)) and not can_host((3, None), Placement(2, 4))
 
 
 def test_partition_shape_reads_extras_features_processor():
@@ -57,13 +56,13 @@ def test_partition_shape_reads_extras_features_processor():
 
 
 def test_host_problems():
-    assert host_problems(["n1", "n1"], INTRANODE) == []
-    assert host_problems(["n1", "n2"], INTERNODE) == []
-    errs = host_problems(["n1", "n1"], INTERNODE)
+    assert rank_host_problems(["n1", "n1"], INTRANODE) == []
+    assert rank_host_problems(["n1", "n2"], INTERNODE) == []
+    errs = rank_host_problems(["n1", "n1"], INTERNODE)
     assert errs == ["ranks ran on 1 host(s) ['n1'], placement internode needs 2",
                     "ranks per host {'n1': 2}, placement internode needs 1 on each"]
-    assert host_problems([], INTRANODE)[0].startswith("no rank reported its host")
-    assert "3 rank(s) reported a host" in host_problems(["a", "a", "b"], Layout(2, 2))[0]
+    assert rank_host_problems([], INTRANODE)[0].startswith("no rank reported its host")
+    assert "3 rank(s) reported a host" in rank_host_problems(["a", "a", "b"], Placement(2, 2))[0]
 
 
 def test_point_to_point_benchmarks_fit_pairs_only():

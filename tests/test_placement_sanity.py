@@ -3,9 +3,9 @@
 import pytest
 from helpers import FIXTURES
 
-from mpimatrix import placement_sanity
-from mpimatrix.build_record import BuildRecord
-from mpimatrix.placement import INTERNODE, INTRANODE, Layout
+from mpimatrix.builds.record import BuildRecord
+from mpimatrix.placement import INTERNODE, INTRANODE, Placement
+from mpimatrix.suites.probe import placement_output
 
 P = FIXTURES / "placement"
 
@@ -25,13 +25,13 @@ def regex(family, version):
 ])
 def test_real_intranode_runs_pass(fixture, family, version):
     text = (P / fixture).read_text()
-    assert placement_sanity.problems(text, INTRANODE, regex(family, version)) == []
-    assert placement_sanity.parse(text).hosts == ["vm"]
+    assert placement_output.placement_output_problems(text, INTRANODE, regex(family, version)) == []
+    assert placement_output.parse(text).hosts == ["vm"]
 
 
 def test_intranode_output_fails_internode_placement():
     text = (P / "mpich-4.0.2-debian_intranode.txt").read_text()
-    errs = placement_sanity.problems(text, INTERNODE, regex("mpich", "4.0.2"))
+    errs = placement_output.placement_output_problems(text, INTERNODE, regex("mpich", "4.0.2"))
     assert any("ran on 1 host(s) ['vm'], placement internode needs 2" in e for e in errs)
     assert any("ranks per host {'vm': 2}" in e for e in errs)
 
@@ -39,24 +39,24 @@ def test_intranode_output_fails_internode_placement():
 def test_singletons_are_caught():
     """Seed 002: an MPI started under a launcher it cannot talk to runs N singletons."""
     text = (P / "mpich-4.0.2-debian_two_singletons.txt").read_text()
-    errs = placement_sanity.problems(text, INTRANODE, regex("mpich", "4.0.2"))
+    errs = placement_output.placement_output_problems(text, INTRANODE, regex("mpich", "4.0.2"))
     assert errs[0].startswith("every rank saw world size 1 (2 singletons)")
     assert any("ranks reported [0, 0]" in e for e in errs)
 
 
 def test_wrong_library_at_run_time_is_caught():
     text = (P / "mpich-5.0.2-pypi_binary_with_impi_libmpi.txt").read_text()
-    errs = placement_sanity.problems(text, INTRANODE, regex("mpich", "5.0.2"))
+    errs = placement_output.placement_output_problems(text, INTRANODE, regex("mpich", "5.0.2"))
     assert len(errs) == 1
     assert "MPI library is 'Intel(R) MPI Library 2021.18.1 for Linux* OS'" in errs[0]
 
 
 def test_no_output_means_the_program_never_ran():
-    assert placement_sanity.problems("", Layout(1, 2), "x") == [
+    assert placement_output.placement_output_problems("", Placement(1, 2), "x") == [
         "no rank reported: the program did not start or died before printing"]
 
 
 def test_version_regexes_do_not_match_other_versions():
     text = (P / "openmpi-4.1.4-debian_intranode.txt").read_text()
-    errs = placement_sanity.problems(text, INTRANODE, regex("openmpi", "4.1.41"))
+    errs = placement_output.placement_output_problems(text, INTRANODE, regex("openmpi", "4.1.41"))
     assert len(errs) == 1 and "does not match the build" in errs[0]

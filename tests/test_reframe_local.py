@@ -8,9 +8,8 @@ import pytest
 import yaml
 from helpers import CONFIG, REFRAME, passed_cases, report_cases, run_reframe
 
-from mpimatrix import references
-from mpimatrix import report as summary
-from mpimatrix.build_record import dump_builds
+from mpimatrix.builds.record import dump_builds
+from mpimatrix.results import references, summary
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -92,8 +91,8 @@ def test_bless_then_tight_references_fail_with_a_clear_message(buildset, quick_r
     value = tc["perfvalues"]["local:default:latency_8B"][0]
     ref = loaded["ImbCheck"]["local:default"][tc["environ"]]["MPI1:PingPong@intranode"]
     want = (f"REGRESSION {tc['build_name']} Imb MPI1:PingPong intranode latency at 8 B: "
-            f"{summary._fmt_value(value)} us vs reference "
-            f"{summary._fmt_value(ref['latency_8B'][0])} us")
+            f"{summary.fmt_value(value)} us vs reference "
+            f"{summary.fmt_value(ref['latency_8B'][0])} us")
     assert any(line.startswith(want) for line in lines), (want, lines)
 
 

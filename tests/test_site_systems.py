@@ -7,8 +7,8 @@ import shutil
 import pytest
 from helpers import ROOT, run_reframe
 
-from mpimatrix.build_record import BuildError
-from mpimatrix.site_systems import site_systems
+from mpimatrix.builds.record import BuildError
+from mpimatrix.site.systems import site_systems
 
 EXAMPLE = ROOT / "site_config" / "systems" / "slurm-cluster.yaml.example"
 
@@ -28,7 +28,7 @@ def test_example_gets_every_build_and_node_features(systems_dir):
     assert compute["environs"] == ["openmpi-5_0_8-ucx-gcc12", "mvapich2-2_3_7-1-mrail-gcc12"]
     assert mpirun["environs"] == ["openmpi-5_0_8-ucx-gcc12"]  # environs_match
     assert compute["max_jobs"] == 1 and "nodes8" in compute["features"]
-    assert compute["extras"]["launch"] == "srun"
+    assert compute["launcher"] == "srun" and mpirun["launcher"] == "build-mpiexec"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -36,6 +36,8 @@ def test_example_gets_every_build_and_node_features(systems_dir):
     ("name: x\nhostnames: [a]\npartitions: [{name: p}]\n", "partition p: missing scheduler"),
     ("- just a list\n", "expected one ReFrame system"),
     ("name: [unclosed\n", "cannot read the ReFrame system"),
+    ("name: x\nhostnames: [a]\npartitions: [{name: p, scheduler: slurm, launcher: mpirun}]\n",
+     "partition p: launcher 'mpirun': use srun .* or build-mpiexec"),
 ])
 def test_bad_system_file_names_the_file(systems_dir, text, message):
     bad = systems_dir / "broken.yaml"

@@ -10,7 +10,9 @@ import subprocess
 import pytest
 import yaml
 
-from mpimatrix import cli, spack_cli
+from mpimatrix import cli
+from mpimatrix.builds.spack import site_overlay
+from mpimatrix.builds.spack import tool as spack_tool
 
 
 def _site(tmp_path, shims: dict):
@@ -42,7 +44,7 @@ def test_shims_links_and_generated_externals(tmp_path):
         def write(self, s):
             log.append(s)
 
-    scope, skipped = spack_cli.write_shims("demo", root=tmp_path, out=Out())
+    scope, skipped = site_overlay.write_shims("demo", root=tmp_path, out=Out())
     prefix = tmp_path / ".cache" / "spack" / "shims" / "demo-1.0"
     assert os.readlink(prefix / "bin" / "mpicc") == f"{usr}/bin/mpicc.demo"
     assert os.readlink(prefix / "bin" / "mpiexec") == f"{usr}/bin/mpiexec.demo"
@@ -54,15 +56,15 @@ def test_shims_links_and_generated_externals(tmp_path):
                                             "prefix": str(prefix)}]}}
     assert scope == tmp_path / ".cache" / "spack" / "demo"
     # idempotent: a second run rebuilds the same tree
-    spack_cli.write_shims("demo", root=tmp_path, out=Out())
+    site_overlay.write_shims("demo", root=tmp_path, out=Out())
     assert os.readlink(prefix / "bin" / "mpicc") == f"{usr}/bin/mpicc.demo"
 
 
 def test_shims_unknown_site_says_which_exist(tmp_path):
     _site(tmp_path, {})
     try:
-        spack_cli.write_shims("nosuch", root=tmp_path)
-    except spack_cli.ShimError as err:
+        site_overlay.write_shims("nosuch", root=tmp_path)
+    except site_overlay.ShimError as err:
         assert "nosuch" in str(err) and "demo" in str(err)
     else:
         raise AssertionError("expected ShimError")
@@ -88,22 +90,22 @@ def test_locate_without_spack_says_how_to_get_it(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert cli.main(["spack", "locate"]) == 1
     err = capsys.readouterr().err
-    assert f"--branch v{spack_cli.SPACK_VERSION}" in err
-    assert spack_cli.PACKAGES_TAG in err
+    assert f"--branch v{spack_tool.SPACK_VERSION}" in err
+    assert spack_tool.PACKAGES_TAG in err
 
 
 def test_locate_finds_spack_root(monkeypatch, tmp_path, capsys):
     root = tmp_path / "spack"
     (root / "bin").mkdir(parents=True)
     exe = root / "bin" / "spack"
-    exe.write_text(f"#!/bin/sh\necho '{spack_cli.SPACK_VERSION} ({spack_cli.SPACK_COMMIT})'\n")
+    exe.write_text(f"#!/bin/sh\necho '{spack_tool.SPACK_VERSION} ({spack_tool.SPACK_COMMIT})'\n")
     exe.chmod(0o755)
     monkeypatch.setenv("SPACK_ROOT", str(root))
     monkeypatch.setenv("MPIMATRIX_SPACK_SITE", "debian-local")
-    assert spack_cli.find_spack() == str(exe)
+    assert spack_tool.find_spack() == str(exe)
     assert cli.main(["spack", "locate"]) == 0
     out = capsys.readouterr().out
-    assert spack_cli.SPACK_COMMIT in out and "debian-local" in out
+    assert spack_tool.SPACK_COMMIT in out and "debian-local" in out
 
 
 def _tagged_repo(path, tag):
@@ -121,15 +123,15 @@ def test_get_clones_the_pinned_tags_when_no_spack(monkeypatch, tmp_path, capsys)
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     monkeypatch.setenv("MPIMATRIX_SPACK_GIT",
-                       _tagged_repo(tmp_path / "up-spack", f"v{spack_cli.SPACK_VERSION}"))
+                       _tagged_repo(tmp_path / "up-spack", f"v{spack_tool.SPACK_VERSION}"))
     monkeypatch.setenv("MPIMATRIX_PACKAGES_GIT",
-                       _tagged_repo(tmp_path / "up-packages", spack_cli.PACKAGES_TAG))
+                       _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
     monkeypatch.delenv("SPACK_ROOT", raising=False)
     monkeypatch.setenv("PATH", f"{tmp_path / 'nothing'}:/usr/bin:/bin")
     dest = tmp_path / "site" / "spack"
     assert cli.main(["spack", "get", "--dest", str(dest)]) == 0
-    assert (dest / "README").read_text() == f"v{spack_cli.SPACK_VERSION}"
-    assert (tmp_path / "site" / "spack-packages" / "README").read_text() == spack_cli.PACKAGES_TAG
+    assert (dest / "README").read_text() == f"v{spack_tool.SPACK_VERSION}"
+    assert (tmp_path / "site" / "spack-packages" / "README").read_text() == spack_tool.PACKAGES_TAG
     assert f"{dest}/share/spack/setup-env.sh" in capsys.readouterr().out
     # With Spack present nothing is cloned.
     monkeypatch.setenv("SPACK_ROOT", str(dest))

@@ -24,9 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from mpimatrix import spack_cli
+from mpimatrix.builds.spack import site_overlay
+from mpimatrix.builds.spack import tool as spack_tool
+from mpimatrix.builds.spack.lock_builds import builds_from_lock
+from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.paths import project_root
-from mpimatrix.spack_lock import builds_from_lock, read_lock
 
 pytestmark = pytest.mark.spack
 
@@ -39,32 +41,32 @@ SUBSET = [
 
 
 def _requirements() -> str:
-    spack = spack_cli.find_spack()
+    spack = spack_tool.find_spack()
     if spack is None:
         pytest.skip("Spack not found: set SPACK_ROOT or put `spack` on PATH "
                     "(`mpimatrix spack locate` says how to get the pinned release)")
-    version, _ = spack_cli.spack_version(spack)
+    version, _ = spack_tool.spack_version(spack)
     if not version.startswith("1."):
         pytest.skip(f"{spack} is Spack {version or '?'}; spack.yaml needs Spack 1.x")
-    site = os.environ.get(spack_cli.SITE_ENV, "debian-local")
+    site = os.environ.get(spack_tool.SITE_ENV, "debian-local")
     if site != "debian-local":
-        pytest.skip(f"{spack_cli.SITE_ENV}={site}: this test concretizes with debian-local")
+        pytest.skip(f"{spack_tool.SITE_ENV}={site}: this test concretizes with debian-local")
     for exe in ("/usr/bin/mpicc.openmpi", "/usr/bin/mpicc.mpich", "/usr/bin/clang"):
         if not os.path.exists(exe):
             pytest.skip(f"debian-local needs the Debian MPIs and clang ({exe} missing)")
     packages = Path(spack).resolve().parents[1].parent / "spack-packages"
     if not (packages / "repos" / "spack_repo" / "builtin").is_dir():
         pytest.skip(f"debian-local reads the builtin packages from {packages} (a checkout "
-                    f"of spack-packages {spack_cli.PACKAGES_TAG}); none there")
+                    f"of spack-packages {spack_tool.PACKAGES_TAG}); none there")
     return spack
 
 
 def test_concretize_with_debian_local(tmp_path):
     spack = _requirements()
     if not (ROOT / ".cache" / "spack" / "debian-local" / "packages.yaml").is_file():
-        spack_cli.write_shims("debian-local")
+        site_overlay.write_shims("debian-local")
     full = os.environ.get("MPIMATRIX_SPACK_FULL") == "1"
-    env_dir = spack_cli.env_copy(tmp_path / "env", None if full else SUBSET)
+    env_dir = spack_tool.env_copy(tmp_path / "env", None if full else SUBSET)
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     t0 = time.monotonic()
     proc = subprocess.run([spack, "-e", str(env_dir), "concretize"], env=env,
@@ -95,8 +97,8 @@ def test_concretize_needs_a_site(tmp_path):
     (env_dir / "spack.yaml").write_text((ROOT / "spack.yaml").read_text())
     for d in ("packages", "site_config"):
         (env_dir / d).symlink_to(ROOT / d)
-    env = {k: v for k, v in os.environ.items() if k != spack_cli.SITE_ENV}
+    env = {k: v for k, v in os.environ.items() if k != spack_tool.SITE_ENV}
     proc = subprocess.run([spack, "-e", str(env_dir), "config", "get", "repos"], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
-    assert spack_cli.SITE_ENV in proc.stderr + proc.stdout
+    assert spack_tool.SITE_ENV in proc.stderr + proc.stdout

@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES, ROOT, passed_cases, run_reframe
 
-from mpimatrix import spack_cli
-from mpimatrix.build_record import SRUN_PMI1_LINE_NOTE, BuildError, problems
-from mpimatrix.spack_lock import LockError, builds_from_lock, read_lock
+from mpimatrix.builds.record import BuildError, why_unusable
+from mpimatrix.builds.spack import tool as spack_tool
+from mpimatrix.builds.spack.lock_builds import builds_from_lock
+from mpimatrix.builds.spack.lockfile import LockError, read_lock
+from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 LOCK = FIXTURES / "spack" / "debian-local-v6.spack.lock"
 SHIMS_WHEN_CONCRETIZED = "/work/main/.cache/spack/shims"
@@ -43,8 +45,8 @@ def test_lock_metadata_and_pins():
     lock = read_lock(LOCK)
     assert lock.version == 6
     assert lock.sha256 == hashlib.sha256(LOCK.read_bytes()).hexdigest()
-    assert lock.spack["version"] == spack_cli.SPACK_VERSION
-    assert lock.spack["commit"] == spack_cli.SPACK_COMMIT
+    assert lock.spack["version"] == spack_tool.SPACK_VERSION
+    assert lock.spack["commit"] == spack_tool.SPACK_COMMIT
     assert len(lock.roots) == 58
     # IMB comes from the project's repository (packages/), OSU from builtin
     namespaces = {(n.name, n.data.get("namespace")) for n in lock.nodes.values()
@@ -80,16 +82,17 @@ def test_fabric_pmi_and_compiler_per_build(records):
     recs, _ = records
     assert recs["openmpi-5.0.8-ucx-gcc12"].fabric == "ucx"
     assert recs["openmpi-5.0.8-ucx-gcc12"].pmi == "pmix"
-    assert recs["openmpi-4.1.8-pmi-gcc12"].pmi == "pmi2"  # +pmi: srun --mpi=pmi2 (seed 002)
+    assert recs["openmpi-4.1.8-pmi-gcc12"].pmi == "pmi2"  # +pmi links Slurm's PMI-2
     assert recs["mpich-4.3.2-ch3-tcp-gcc12"].fabric == "ch3:tcp"
     assert recs["mpich-4.3.2-ofi-llvm14"].fabric == "ch4:ofi"
     assert recs["mpich-4.3.2-ofi-llvm14"].compiler == "llvm@14.0.6"
     assert "device=ch4" in recs["mpich-4.3.2-ofi-llvm14"].spec
     assert "%c,cxx=llvm@14.0.6" in recs["mpich-4.3.2-ofi-llvm14"].spec
     # MPICH >= 4.1 speaks PMI-1 lines that Slurm's pmi2 plugin cuts: Hydra, not srun.
-    assert recs["mpich-4.3.2-ofi-llvm14"].pmi == ""
-    assert SRUN_PMI1_LINE_NOTE in recs["mpich-4.3.2-ofi-llvm14"].notes
-    assert recs["mpich-4.0.2-ext-gcc12"].pmi == "pmi2"
+    assert recs["mpich-4.3.2-ofi-llvm14"].pmi == "pmi1"
+    assert srun_plugin(recs["mpich-4.3.2-ofi-llvm14"]) == ("", SRUN_PMI1_LINE_NOTE)
+    assert recs["mpich-4.0.2-ext-gcc12"].pmi == "pmi1"
+    assert srun_plugin(recs["mpich-4.0.2-ext-gcc12"]) == ("pmi2", "")
 
 
 def test_external_mpi_gives_one_record_per_benchmark_compiler(records):
@@ -105,12 +108,12 @@ def test_external_mpi_gives_one_record_per_benchmark_compiler(records):
 def test_not_installed_builds_say_how_to_install(records):
     recs, _ = records
     r = recs["openmpi-5.0.8-ucx-gcc12"]
-    assert problems(r) == ["not located: Spack not found (SPACK_ROOT/PATH) and "
+    assert why_unusable(r) == ["not located: Spack not found (SPACK_ROOT/PATH) and "
                            "MPIMATRIX_SPACK_STORE unset"]
     other = {_nodes("gcc")[0]: "/usr"}  # Spack answered, this MPI is not among the installs
     recs2, _ = builds_from_lock(LOCK, spack=False, prefixes=other)
     r2 = next(x for x in recs2 if x.name == "openmpi-5.0.8-ucx-gcc12")
-    assert problems(r2) == [f"not installed (`spack install /{r2.dag_hash[:7]}`)"]
+    assert why_unusable(r2) == [f"not installed (`spack install /{r2.dag_hash[:7]}`)"]
 
 
 def test_installed_builds_and_their_benchmarks(tmp_path):
@@ -124,7 +127,7 @@ def test_installed_builds_and_their_benchmarks(tmp_path):
     recs, _ = builds_from_lock(LOCK, spack=False, prefixes=prefixes)
     r = next(x for x in recs if x.name == "openmpi-5.0.8-ofi-gcc12")
     # an empty prefix: the record looks for the wrappers in it and says they are missing
-    assert any(f"{prefixes[r.dag_hash]}/bin/mpicc is missing" in p for p in problems(r))
+    assert any(f"{prefixes[r.dag_hash]}/bin/mpicc is missing" in p for p in why_unusable(r))
     assert r.env["PATH"] == f"{prefixes[r.dag_hash]}/bin:$PATH"
     assert set(r.benchmarks) == {"osu", "imb"}
     osu, imb = r.benchmarks["osu"], r.benchmarks["imb"]

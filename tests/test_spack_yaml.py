@@ -7,7 +7,8 @@ import re
 import pytest
 import yaml
 
-from mpimatrix import spack_cli
+from mpimatrix.builds.spack import site_overlay
+from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.paths import project_root
 
 ROOT = project_root()
@@ -104,14 +105,14 @@ def test_every_exclude_has_a_comment_naming_the_conflict(env):
 def test_repos_pinned_and_project_repo_first(env):
     repos = env["repos"]
     assert next(iter(repos)) == "mpimatrix"
-    assert repos["builtin"]["commit"] == spack_cli.PACKAGES_COMMIT
+    assert repos["builtin"]["commit"] == spack_tool.PACKAGES_COMMIT
     assert "spack/spack-packages" in repos["builtin"]["git"]
-    assert spack_cli.PACKAGES_COMMIT in SPACK_YAML.read_text()
+    assert spack_tool.PACKAGES_COMMIT in SPACK_YAML.read_text()
 
 
 def test_site_overlay_chosen_by_environment_variable(env):
     paths = [i["path"] if isinstance(i, dict) else i for i in env["include"]]
-    assert any(spack_cli.SITE_ENV in p for p in paths)
+    assert any(spack_tool.SITE_ENV in p for p in paths)
 
 
 def test_lmod_hierarchy_per_mpi(env):
@@ -123,17 +124,17 @@ def test_lmod_hierarchy_per_mpi(env):
 
 
 def test_sites():
-    sites = spack_cli.list_sites()
+    sites = site_overlay.list_sites()
     assert "debian-local" in sites
     assert any(s != "debian-local" for s in sites), "a template for a real cluster"
     for site in sites:
-        d = spack_cli.overlay_dir(site)
+        d = site_overlay.overlay_dir(site)
         for f in d.glob("*.yaml"):
             yaml.safe_load(f.read_text())  # valid YAML, also when all commented
 
 
 def test_debian_local_overlay():
-    d = spack_cli.overlay_dir("debian-local")
+    d = site_overlay.overlay_dir("debian-local")
     packages = yaml.safe_load((d / "packages.yaml").read_text())["packages"]
     assert packages["gcc"]["buildable"] is False and packages["llvm"]["buildable"] is False
     # The MPIs are not made non-buildable: openmpi@5 / mpich@4.3 build in the same matrix.

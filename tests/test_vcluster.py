@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 from helpers import CONFIG, REFRAME, ROOT, final_cases, report_cases, retried_failures
 
-from mpimatrix import slurm_job
-from mpimatrix.build_record import BuildRecord, mpich_srun_pmi
-from mpimatrix.launch import launcher_argv
+from mpimatrix.builds.record import BuildRecord
 from mpimatrix.placement import INTERNODE
+from mpimatrix.rfm import job_outcome as slurm_job
+from mpimatrix.rfm.launch import launch_argv, srun_plugin
+from mpimatrix.site.vcluster_system import system
 from mpimatrix.vcluster import cluster, namespaces, privileges, slurm_conf
 from mpimatrix.vcluster.layout import ClusterError, Layout
-from mpimatrix.vcluster.reframe_system import system
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 VICTIM = ROOT / "tests" / "fixtures" / "vcluster" / "node_crash_victim.py"
@@ -76,8 +76,8 @@ def test_reframe_system(tmp_path):
         assert {"nodes1", "nodes2"} <= set(p["features"])
         assert ["SLURM_CONF", str(tmp_path / "etc" / "slurm.conf")] in p["env_vars"]
         assert p["extras"]["net_counters"] and p["max_jobs"] == 1
-    assert parts["compute"]["extras"]["launch"] == "srun"
-    assert parts["compute_mpirun"]["extras"]["launch"] == "mpirun"
+    assert parts["compute"]["launcher"] == "srun"
+    assert parts["compute_mpirun"]["launcher"] == "build-mpiexec"
 
 
 def test_net_bytes_and_failure_reason():
@@ -111,12 +111,20 @@ def test_timeout_after_complete_results_is_named_a_hang():
 def test_direct_launch_only_with_a_pmi_slurm_serves_whole():
     base = dict(family="mpich", provenance="pypi", prefix="/p", cc="/p/bin/mpicc",
                 launcher="/p/bin/mpiexec", launcher_style="hydra")
-    old = BuildRecord(name="mpich-4.0.2-x", version="4.0.2", pmi=mpich_srun_pmi("4.0.2"), **base)
-    new = BuildRecord(name="mpich-5.0.2-x", version="5.0.2", pmi=mpich_srun_pmi("5.0.2"), **base)
-    assert launcher_argv(old, INTERNODE, "srun") == [
+    old = BuildRecord(name="mpich-4.0.2-x", version="4.0.2", **base)
+    new = BuildRecord(name="mpich-5.0.2-x", version="5.0.2", **base)
+    assert old.pmi == new.pmi == "pmi1"  # MPICH's simple PMI, by default
+    assert launch_argv(old, INTERNODE, "srun") == [
         "srun", "--mpi=pmi2", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1"]
-    assert launcher_argv(new, INTERNODE, "srun") == ["/p/bin/mpiexec", "-n", "2", "-ppn", "1"]
-    assert mpich_srun_pmi("4.1") == "" and mpich_srun_pmi("4.3.2", "pmi2") == "pmi2"
+    assert launch_argv(new, INTERNODE, "srun") == ["/p/bin/mpiexec", "-n", "2", "-ppn", "1"]
+    assert srun_plugin(BuildRecord(name="m", version="4.1", **base))[0] == ""
+    assert srun_plugin(BuildRecord(name="m", version="4.3.2", **{**base, "pmi": "pmi2"})) == (
+        "pmi2", "")
+    # MVAPICH 4.x is MPICH 4.3-based: the same PMI-1 lines; MVAPICH2 (MPICH 3.x) is not
+    mv = {**base, "family": "mvapich"}
+    assert srun_plugin(BuildRecord(name="mv", version="4.1", **mv))[0] == ""
+    assert srun_plugin(BuildRecord(name="mv2", version="2.3.7-1",
+                                   **{**base, "family": "mvapich2"}))[0] == "pmi2"
 
 
 def test_net_snapshot_command_runs():
@@ -426,8 +434,7 @@ def test_node_killed_during_session(buildset, tmp_path):
     _require_cluster()
     # Not Debian's MPICH 4.0.2: its occasional MPI_Finalize hang (see _settled_cases)
     # would fail the cases that must pass here, and retries would rerun the victim.
-    build = next((b for b in buildset.builds if b.family == "openmpi" and b.pmi),
-                 buildset.builds[0])
+    build = next((b for b in buildset.builds if b.family == "openmpi"), buildset.builds[0])
     env_name = build.environ_name
     lay = Layout.at(_short_tmpdir("f"), 3)
     host = (set(_netns_list()), _links())
@@ -475,7 +482,7 @@ def test_node_killed_during_session(buildset, tmp_path):
             env={**os.environ, "MPIMATRIX_RESULTS": str(results)})
         sessions = json.loads(stored.stdout)
         stored_cases = [tc for s in (sessions if isinstance(sessions, list) else [sessions])
-                        for run in s["runs"] for tc in run["testcases"]]
+                        for run in s["runs"] for tc in run["testcases"] if not tc["fixture"]]
         assert {(tc["name"].split()[0], tc["result"]) for tc in stored_cases} == {
             ("NodeCrashVictim", "fail"), ("MpiPlacementCheck", "pass")}
         assert len(stored_cases) == 3

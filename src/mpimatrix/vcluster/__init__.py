@@ -9,7 +9,8 @@ a private cgroup tree. See docs/cluster.md.
 Modules: layout (names, addresses, files), privileges (root/capability
 probe), slurm_conf (generated configuration), namespaces (holder processes,
 links), daemons (munged/slurmctld/slurmd, killing by PID), cluster
-(up/down/status/exec/kill), reframe_system (the ReFrame system), cli.
+(up/down/status/exec/kill). Its ReFrame system is site/vcluster_system.py, its
+command line cli/cluster.py.
 """
 
 from .layout import ClusterError, Layout

@@ -1,69 +1,28 @@
-"""Bring the emulated cluster up, inspect it, run commands in it, tear it down.
-
-State (PIDs with start times, namespace ids, phase) is written to
-<dir>/state.json as processes start, so that `down` can clean up after a
-failed or interrupted `up` too.
-"""
+"""Bring the emulated cluster up, inspect it, inject a node failure, tear it down."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
 
 from . import daemons, namespaces, privileges, slurm_conf
 from .daemons import Proc
+from .inside import command, env_for, node_states, run
 from .layout import ClusterError, Layout
+from .state import (
+    STATE_VERSION,
+    holder_pid,
+    is_up,
+    load_state,
+    procs_of,
+    save_state,
+)
 
-STATE_VERSION = 1
-
-
-# -- state -------------------------------------------------------------------------------
-def load_state(lay_or_dir: Layout | Path | str | None = None) -> dict | None:
-    path = _state_path(lay_or_dir)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if data.get("version") == STATE_VERSION else None
-
-
-def _state_path(lay_or_dir) -> Path:
-    if isinstance(lay_or_dir, Layout):
-        return lay_or_dir.state_file
-    return Layout.at(lay_or_dir).state_file
-
-
-def _save(lay: Layout, state: dict) -> None:
-    tmp = lay.state_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    tmp.replace(lay.state_file)
-
-
-def _procs(state: dict) -> list[Proc]:
-    return [Proc(**p) for p in state.get("procs", [])]
-
-
-def holder_pid(state: dict, member: str) -> int | None:
-    for p in _procs(state):
-        if p.name == f"holder@{member}":
-            return p.pid if p.alive() else None
-    return None
-
-
-def is_up(directory: str | Path | None = None) -> dict | None:
-    """The state of a cluster whose head is alive (cheap: one file, one /proc read)."""
-    try:
-        state = load_state(directory)
-    except ClusterError:
-        return None
-    if not state or state.get("phase") != "up":
-        return None
-    return state if holder_pid(state, "head") else None
+__all__ = ["command", "down", "env_for", "holder_pid", "is_up", "kill_node", "load_state",
+           "node_states", "run", "status", "up"]
 
 
 # -- up ----------------------------------------------------------------------------------
@@ -93,7 +52,7 @@ def up(lay: Layout, timeout: float = 60.0) -> dict:
         raise
     state["phase"] = "up"
     state["up_seconds"] = round(time.monotonic() - t0, 3)
-    _save(lay, state)
+    save_state(lay, state)
     return {**status(lay), "up_seconds": state["up_seconds"], "reused": False}
 
 
@@ -123,21 +82,21 @@ def _prepare_files(lay: Layout) -> None:
 def _start(lay: Layout, state: dict, timeout: float) -> None:
     holders = {m: namespaces.start_holder(lay, m) for m in lay.members}
     state["procs"] = [Proc.of(f"holder@{m}", m, p.pid).to_dict() for m, p in holders.items()]
-    _save(lay, state)
+    save_state(lay, state)
     namespaces.wait_ready(lay, holders)
     pids = {m: p.pid for m, p in holders.items()}
     state["netns"] = {m: namespaces.netns_id(pid) for m, pid in pids.items()}
-    _save(lay, state)
+    save_state(lay, state)
     namespaces.wire(lay, pids)
 
     munged = daemons.start(lay, "munged", "head", pids["head"], daemons.munged_argv(lay))
     state["procs"].append(munged.to_dict())
-    _save(lay, state)
+    save_state(lay, state)
     _wait_for(lambda: lay.munge_socket.exists(), 10, "munged socket",
               lambda: munged.alive(), lay.log("munged"))
     ctld = daemons.start(lay, "slurmctld", "head", pids["head"], daemons.slurmctld_argv(lay))
     state["procs"].append(ctld.to_dict())
-    _save(lay, state)
+    save_state(lay, state)
     # Slurm clients and slurmd retry a refused connection only after a second:
     # start them once slurmctld listens.
     _wait_for(lambda: daemons.listening(ctld.pid, slurm_conf.SLURMCTLD_PORT), timeout,
@@ -145,7 +104,7 @@ def _start(lay: Layout, state: dict, timeout: float) -> None:
     started = [daemons.start(lay, f"slurmd@{n}", n, pids[n], daemons.slurmd_argv(lay, n))
                for n in lay.node_names]
     state["procs"] += [p.to_dict() for p in started]
-    _save(lay, state)
+    save_state(lay, state)
     _wait_idle(lay, state, timeout)
 
 
@@ -165,7 +124,7 @@ def _wait_idle(lay: Layout, state: dict, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     last = ""
     while True:
-        dead = [p for p in _procs(state) if not p.name.startswith("holder") and not p.alive()]
+        dead = [p for p in procs_of(state) if not p.name.startswith("holder") and not p.alive()]
         if dead:
             p = dead[0]
             raise ClusterError(f"{p.name} exited during start-up: "
@@ -196,57 +155,10 @@ def _daemon_log_tail(lay: Layout, name: str) -> str:
 
 
 # -- running things inside --------------------------------------------------------------------
-def env_for(lay: Layout) -> dict[str, str]:
-    env = dict(os.environ)
-    env["SLURM_CONF"] = str(lay.slurm_conf)
-    env["MPIMATRIX_CLUSTER_DIR"] = str(lay.dir)
-    return env
-
-
-def command(lay: Layout, member: str, argv: list[str], state: dict | None = None,
-            wd: str | None = None) -> list[str]:
-    """Full argv running `argv` inside `member` (head or nodeN)."""
-    state = state or load_state(lay)
-    if not state:
-        raise ClusterError(f"no cluster in {lay.dir}: run `mpimatrix cluster up` first")
-    members = ["head", *[f"node{i}" for i in range(1, state["nodes"] + 1)]]
-    if member not in members:
-        raise ClusterError(f"unknown member {member!r}: choose from {', '.join(members)}")
-    pid = holder_pid(state, member)
-    if pid is None:
-        raise ClusterError(f"{member} is not running (killed, or the cluster is down); "
-                           "`mpimatrix cluster status` shows what is left")
-    return [*namespaces.nsenter(pid, wd=wd or os.getcwd()), *argv]
-
-
-def run(lay: Layout, member: str, argv: list[str], state: dict | None = None,
-        **kw) -> subprocess.CompletedProcess:
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    kw.setdefault("timeout", 60)
-    return subprocess.run(command(lay, member, argv, state), env=env_for(lay), **kw)
-
-
-def node_states(lay: Layout, state: dict | None = None) -> dict[str, str]:
-    state = state or load_state(lay)
-    if not state or holder_pid(state, "head") is None:
-        return {}
-    try:
-        proc = run(lay, "head", ["sinfo", "-h", "-N", "-o", "%N %T"], state, timeout=20)
-    except (ClusterError, subprocess.TimeoutExpired):
-        return {}
-    out = {}
-    for line in proc.stdout.splitlines():
-        parts = line.split()
-        if len(parts) == 2:
-            out[parts[0]] = parts[1]
-    return out
-
-
 # -- status --------------------------------------------------------------------------------------
 def _health(state: dict) -> list[str]:
     """Processes of the cluster that should run but do not."""
-    return [p.name for p in _procs(state) if not p.alive()]
+    return [p.name for p in procs_of(state) if not p.alive()]
 
 
 def status(lay: Layout) -> dict:
@@ -256,7 +168,7 @@ def status(lay: Layout) -> dict:
                 "processes": [], "sinfo": {}}
     nodes = state["nodes"]
     full = Layout(lay.dir, nodes)
-    procs = _procs(state)
+    procs = procs_of(state)
     members = {}
     for m in full.members:
         members[m] = {"address": full.address(m), "netns": state["netns"].get(m, ""),
@@ -281,7 +193,7 @@ def kill_node(lay: Layout, node: str, slurmd_only: bool = False) -> list[int]:
     if not node.startswith("node") or node not in state["netns"]:
         raise ClusterError(f"unknown node {node!r}")
     if slurmd_only:
-        pids = [p.pid for p in _procs(state) if p.name == f"slurmd@{node}" and p.alive()]
+        pids = [p.pid for p in procs_of(state) if p.name == f"slurmd@{node}" and p.alive()]
     else:
         pids = namespaces.pids_in({state["netns"][node]})
     daemons.kill_wait(pids)
@@ -305,7 +217,7 @@ def down(lay: Layout) -> dict:
 
 
 def _teardown(lay: Layout, state: dict) -> list[int]:
-    procs = _procs(state)
+    procs = procs_of(state)
     netns = {v for v in state.get("netns", {}).values() if v}
     # Learn the namespaces of live holders too (a state saved before they were recorded).
     netns |= {namespaces.netns_id(p.pid) for p in procs

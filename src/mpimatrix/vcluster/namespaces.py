@@ -7,14 +7,14 @@ script run by the holder sets the member up before it sleeps:
 - hostname = member name; a cluster hosts file bind-mounted over /etc/hosts;
 - compute nodes only: a private tmpfs on /dev/shm; a random per-node boot_id
   bind-mounted over /proc/sys/kernel/random/boot_id (UCX takes the boot_id as
-  the host identity and would otherwise use shared memory between "nodes",
-  platform.md fix 3); a private tmpfs on /sys/fs/cgroup with a named,
+  the host identity and would otherwise use shared memory between "nodes");
+  a private tmpfs on /sys/fs/cgroup with a named,
   controller-less cgroup-v1 hierarchy (slurmd 22.05 insists on a cgroup
-  plugin; fix 1).
+  plugin, and a host without a usable v1 tree would refuse it).
 
 Daemons and user commands join a member with `nsenter --target <holder>
 --net --uts --mount` (never `ip netns exec`, which remounts /sys and hides
-the cgroup mounts: fix 1). All mounts live in the members' private mount
+the cgroup mounts). All mounts live in the members' private mount
 namespaces and vanish with them; nothing is mounted in the host's namespace
 and nothing is created under /run/netns. A member's namespaces disappear when
 its last process exits.

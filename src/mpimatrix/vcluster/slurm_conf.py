@@ -30,7 +30,7 @@ def slurm_conf(lay: Layout) -> str:
         f"StateSaveLocation={lay.state_save}",
         f"SlurmdSpoolDir={d}/spool/%n",
         # Per-node TmpFS: the pmix plugin creates <TmpFS>/spmix_appdir_<uid>_<job>.<step>
-        # on every node and collides on a shared one (platform.md fix 2).
+        # on every node and collides on a shared one.
         f"TmpFS={d}/nodetmp/%n",
         f"SlurmctldPidFile={lay.run_dir}/slurmctld.pid",
         f"SlurmdPidFile={lay.run_dir}/slurmd-%n.pid",
@@ -40,7 +40,8 @@ def slurm_conf(lay: Layout) -> str:
         "SlurmctldDebug=info",
         "SlurmdDebug=info",
         "ProctrackType=proctrack/linuxproc",
-        # No CPU binding: emulated nodes share the physical cores (fix 4).
+        # No CPU binding: emulated nodes share the physical cores, and binding the
+        # busy-polling ranks of two "nodes" to the same core stalls them.
         "TaskPlugin=task/none",
         "SelectType=select/cons_tres",
         "SelectTypeParameters=CR_Core",

@@ -1,0 +1,1 @@
+"""Layer 1: MPI builds — the record, per-family facts, and where builds come from."""

@@ -1,0 +1,1 @@
+"""Spack: the tool and its pins, site overlays, reading a lock into build records."""

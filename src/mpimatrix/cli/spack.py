@@ -1,0 +1,124 @@
+"""`mpimatrix spack ...`: get Spack, prepare a site overlay, fill a local mirror.
+
+    mpimatrix spack locate            which Spack, is it the pinned one, is builtin pinned
+    mpimatrix spack get               no Spack: clone the pinned release and packages
+    mpimatrix spack shims [--site S]  machine-local externals of a site overlay (Debian MPIs)
+    mpimatrix spack mirror-add FILE   put a source tarball where a file:// mirror is read
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from ..builds.spack.site_overlay import (
+    ShimError,
+    archive_ext,
+    generated_dir,
+    mirror_path,
+    write_shims,
+)
+from ..builds.spack.tool import (
+    PACKAGES_TAG,
+    SITE_ENV,
+    SPACK_COMMIT,
+    SPACK_VERSION,
+    clone_pinned,
+    find_spack,
+    get_spack_instructions,
+    git_head,
+    pin_report,
+)
+
+
+def cmd_locate(args) -> int:
+    exe = find_spack()
+    if exe is None:
+        print("mpimatrix: no Spack found (neither $SPACK_ROOT/bin/spack nor `spack` on PATH).\n"
+              f"Get the pinned release (Spack {SPACK_VERSION}, builtin packages "
+              f"{PACKAGES_TAG}) with `mpimatrix spack get`, or:\n\n{get_spack_instructions()}\n\n"
+              "then see docs/spack.md (offline sites: mirror and bootstrap).",
+              file=sys.stderr)
+        return 1
+    lines, ok = pin_report(exe)
+    print("\n".join(lines))
+    return 0 if ok else 1
+
+
+def cmd_get(args) -> int:
+    exe = find_spack()
+    if exe is not None and not args.force:
+        print(f"Spack is already here: {exe} (`mpimatrix spack locate` checks it against "
+              "the pins; --force clones anyway)")
+        return 0
+    dest = Path(args.dest).expanduser().resolve()
+    clone_pinned(dest)
+    head = git_head(dest)
+    if head and head != SPACK_COMMIT:
+        print(f"  WARNING: {dest} is at {head[:12]}, the pin is {SPACK_COMMIT[:12]}")
+    print(f"Spack {SPACK_VERSION} in {dest}, builtin packages {PACKAGES_TAG} in "
+          f"{dest.parent / 'spack-packages'}.\nNext:\n  . {dest}/share/spack/setup-env.sh\n"
+          f"  export {SITE_ENV}=<site>   # a directory under site_config/spack/\n"
+          "  spack env activate . && spack concretize && spack install")
+    return 0
+
+
+def cmd_shims(args) -> int:
+    site = args.site or os.environ.get(SITE_ENV) or "debian-local"
+    try:
+        _, skipped = write_shims(site)
+    except ShimError as err:
+        print(f"mpimatrix spack shims: {err}", file=sys.stderr)
+        return 2
+    for s in skipped:
+        print(f"  skipped {s}", file=sys.stderr)
+    return 0
+
+
+def cmd_mirror_add(args) -> int:
+    src = Path(args.file)
+    data = src.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    if args.sha256 and args.sha256 != sha:
+        print(f"mpimatrix: {src}: sha256 {sha} is not the expected {args.sha256}; Spack would "
+              "reject it (a re-rolled or differently packed tarball)", file=sys.stderr)
+        return 1
+    mirror = Path(args.mirror) if args.mirror else generated_dir() / "mirror"
+    ext = "" if args.patch else archive_ext(src.name)
+    dest = mirror_path(mirror, sha, ext)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dest)
+    print(dest)
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("spack", help="Spack: locate it, prepare site overlays, local mirror")
+    ssub = p.add_subparsers(dest="spack_cmd", required=True)
+
+    s = ssub.add_parser("locate", help="find Spack and check it against the pins")
+    s.set_defaults(func=cmd_locate)
+
+    s = ssub.add_parser("get", help="no Spack here: clone the pinned Spack release and "
+                        "builtin packages")
+    s.add_argument("--dest", default="~/spack", help="where Spack goes (default ~/spack; "
+                   "the packages go next to it)")
+    s.add_argument("--force", action="store_true", help="clone even if Spack is found")
+    s.set_defaults(func=cmd_get)
+
+    s = ssub.add_parser("shims", help="make a site's machine-local externals (Debian MPIs)")
+    s.add_argument("--site", help=f"overlay under site_config/spack (default ${SITE_ENV}, "
+                   "else debian-local)")
+    s.set_defaults(func=cmd_shims)
+
+    s = ssub.add_parser("mirror-add", help="copy a source tarball into a file:// mirror "
+                        "at the path Spack reads")
+    s.add_argument("file")
+    s.add_argument("--sha256", help="expected sha256 (the recipe's); refuse on mismatch")
+    s.add_argument("--mirror", help="mirror root (default <project>/.cache/spack/mirror)")
+    s.add_argument("--patch", action="store_true",
+                   help="a recipe patch: stored without extension, as Spack expects")
+    s.set_defaults(func=cmd_mirror_add)

@@ -1,0 +1,121 @@
+"""How a build's ranks are launched on a partition: one vocabulary, two methods.
+
+A partition's ReFrame `launcher` is one of
+- `srun`: Slurm direct launch, `srun --mpi=<plugin>` with the plugin for the
+  build's PMI wire protocol (ReFrame's own srun launcher; the check adds the
+  plugin and the placement to its options and keeps every other option);
+- `build-mpiexec` (registered here): each build's own mpiexec/mpirun with
+  explicit placement flags, on this machine or inside a Slurm allocation.
+
+ReFrame's mpirun/mpiexec launchers pass no mapping flags, so they are not used.
+A build whose PMI cannot go through srun reliably is launched with
+`build-mpiexec` on srun partitions too, and the check records why.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from reframe.core.backends import register_launcher
+from reframe.core.exceptions import ConfigError
+from reframe.core.launchers import JobLauncher
+
+from ..builds.record import BuildRecord
+from ..placement import Placement
+from ..shell import quote_argv
+from ..units import version_tuple
+
+SRUN = "srun"
+BUILD_MPIEXEC = "build-mpiexec"
+METHODS = (SRUN, BUILD_MPIEXEC)
+
+#: srun --mpi= plugin per PMI wire protocol (Slurm's pmi2 plugin serves PMI-1 too).
+SRUN_PLUGIN_OF_PMI = {"pmix": "pmix", "pmi1": "pmi2", "pmi2": "pmi2", "cray": "cray_shasta"}
+
+# Slurm's mpi/pmi2 plugin (22.05 and later: pmi1.c, "TODO: read until newline") reads
+# a PMI-1 request with one read() of at most 1024 bytes, yet offers vallen_max=1024.
+# MPICH >= 4.1 splits its PMI allgather into segments of up to vallen_max characters,
+# so a `cmd=put ... value=<segment>` line can pass 1024 bytes: the stepd parses half a
+# line ("mpi/pmi2: value not properly terminated in client request") and the job
+# hangs. Measured on the emulated cluster: IMB-MPI1 on PyPI MPICH 5.0.2 under
+# `srun --mpi=pmi2` hung or failed 100/100 times; under Hydra in the allocation 0/50.
+SRUN_PMI1_LINE_NOTE = ("srun --mpi=pmi2 not used: MPICH >= 4.1 sends PMI-1 lines longer "
+                       "than Slurm's 1024-byte PMI-1 read; launched by Hydra (mpiexec) "
+                       "inside the allocation")
+
+
+def mpich_base_version(build: BuildRecord) -> tuple[int, ...]:
+    """The MPICH release an MPICH-derived build is based on (MVAPICH 4.x: MPICH 4.3)."""
+    v = version_tuple(build.version, 2)
+    if build.family == "mvapich":
+        return (4, 3) if v >= (4,) else (3, 4)
+    if build.family == "mvapich2":
+        return (3, 2)
+    return v
+
+
+def srun_plugin(build: BuildRecord) -> tuple[str, str]:
+    """(srun --mpi plugin, "") for direct launch, or ("", why not)."""
+    if build.pmi == "pmi1" and build.family in ("mpich", "mvapich") \
+            and mpich_base_version(build) >= (4, 1):
+        return "", SRUN_PMI1_LINE_NOTE
+    return SRUN_PLUGIN_OF_PMI[build.pmi], ""
+
+
+def own_launcher_argv(build: BuildRecord, placement: Placement) -> list[str]:
+    """The build's own mpirun/mpiexec with explicit placement flags."""
+    if build.launcher_style == "openmpi":
+        # --bind-to none: emulated nodes share physical cores, and binding two
+        # busy-polling ranks of two "nodes" to the same core stalls them.
+        return [build.launcher, "-np", str(placement.ranks), "--map-by",
+                f"ppr:{placement.ppn}:node", "--bind-to", "none"]
+    return [build.launcher, "-n", str(placement.ranks), "-ppn", str(placement.ppn)]
+
+
+def srun_options(plugin: str, placement: Placement) -> list[str]:
+    return [f"--mpi={plugin}", f"--nodes={placement.nodes}", f"--ntasks={placement.ranks}",
+            f"--ntasks-per-node={placement.ppn}"]
+
+
+def launch_argv(build: BuildRecord, placement: Placement, method: str) -> list[str]:
+    """The whole launch command of a build for a placement with a method."""
+    if method == SRUN:
+        plugin, _ = srun_plugin(build)
+        if plugin:
+            return ["srun", *srun_options(plugin, placement)]
+    return own_launcher_argv(build, placement)
+
+
+def launch_command(build: BuildRecord, placement: Placement, method: str) -> str:
+    """launch_argv as one shell string (for commands beside the main one)."""
+    return shlex.join(launch_argv(build, placement, method))
+
+
+def partition_method(partition) -> str:
+    name = partition.launcher_type.registered_name
+    if name not in METHODS:
+        raise ConfigError(f"partition {partition.fullname}: launcher {name!r}: use "
+                          f"{SRUN!r} (Slurm direct launch with the build's PMI) or "
+                          f"{BUILD_MPIEXEC!r} (each build's own mpiexec/mpirun)")
+    return name
+
+
+class BuildMpiexecLauncher(JobLauncher):
+    """The build's own mpiexec/mpirun with placement flags (set by the check in
+    `argv`); options set by anyone else follow them, as with every ReFrame launcher."""
+
+    def __init__(self):
+        super().__init__()
+        self.argv: list[str] = []
+
+    def command(self, job):
+        if not self.argv:
+            raise ConfigError(f"launcher {BUILD_MPIEXEC!r} is only for checks that know "
+                              "their build (mpimatrix.rfm.build_check.BuildCheck)")
+        return quote_argv(self.argv)
+
+
+try:
+    register_launcher(BUILD_MPIEXEC)(BuildMpiexecLauncher)
+except ConfigError:  # already registered in this process
+    pass

@@ -1,0 +1,1 @@
+"""Layer 5: running ReFrame sessions (mpimatrix run) and reading stored ones."""

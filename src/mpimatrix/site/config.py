@@ -1,0 +1,160 @@
+"""Generate the ReFrame site configuration from build records.
+
+One ReFrame environment per build, on every partition. Partitions launch with
+`srun` or `build-mpiexec` (rfm/launch.py). Loading the configuration has no
+side effect but the results directory (ReFrame's file log handler does not
+create its directory).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+from ..builds.record import BuildRecord
+from ..builds.sources import BuildSet, load_builds
+from ..paths import project_root, reports_dir, results_db, results_dir
+from ..rfm.fixtures import OSU_SOURCE_ENV
+from ..rfm.launch import BUILD_MPIEXEC
+from ..shell import shell_value
+from .systems import site_systems
+
+PERFLOG_FORMAT = (
+    "%(check_job_completion_time)s|reframe %(version)s|%(check_display_name)s|"
+    "%(check_system)s:%(check_partition)s|%(check_environ)s|"
+    "%(check_build_hash)s|%(check_job_nodelist)s|%(check_perfvalues)s"
+)
+PERFVAR_FORMAT = (
+    "%(check_perf_var)s=%(check_perf_value)s %(check_perf_unit)s "
+    "(ref=%(check_perf_ref)s l=%(check_perf_lower_thres)s "
+    "u=%(check_perf_upper_thres)s %(check_perf_result)s)|"
+)
+
+# Performance runs are serial: two benchmarks sharing the cores of a node
+# measure each other. Every mode therefore uses the serial execution policy
+# and every partition allows one job at a time.
+SERIAL = ["--exec-policy=serial"]
+
+MODES = [
+    # The README's main job: sanity on every build, a representative IMB/OSU
+    # subset at a few sizes. Minutes.
+    {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick"]},
+    # Whole catalogue, full size sweeps.
+    {"name": "full", "options": [*SERIAL, "--setvar=profile=full"]},
+    # Nightly regression: the whole catalogue on every build and placement at
+    # the sizes the references cover; regressions fail against the references.
+    {"name": "nightly", "options": [*SERIAL, "--setvar=profile=quick"]},
+    # Comparison runs: 3 passes over the session
+    # (--reruns=2); in each pass every test runs on all builds back to back, so
+    # a disturbed node hits every build alike, and the repetitions of one build
+    # are a whole pass apart. See docs/osu.md, "Interleaved repetitions".
+    {"name": "compare", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick",
+                                    "--reruns=2"]},
+    # Site acceptance: the whole catalogue, full sweeps, 3 interleaved passes;
+    # `mpimatrix bless` then writes the references from their median.
+    {"name": "acceptance", "options": [*SERIAL, "--setvar=profile=full", "--reruns=2"]},
+]
+
+
+def environment(rec: BuildRecord, osu_from_source: bool = False) -> dict:
+    """The ReFrame environment of a build. ReFrame writes `export NAME=value` and the
+    compiler unquoted into job scripts: values and paths are shell words here."""
+    features = rec.features()
+    if osu_from_source and "osu" not in features:
+        features.append("osu")  # the OsuFromSource fixture builds it
+    env = {
+        "name": rec.environ_name,
+        "cc": shlex.quote(rec.cc),
+        "env_vars": [[k, shell_value(v)] for k, v in rec.env.items()],
+        "features": features,
+        "extras": {"build": rec.to_dict()},
+    }
+    if rec.prepare_cmds:
+        env["prepare_cmds"] = list(rec.prepare_cmds)
+    return env
+
+
+def local_system(envs: list[str]) -> dict:
+    return {
+        "name": "local",
+        "descr": "This machine, no scheduler: intranode checks on every build",
+        "hostnames": [".*"],
+        "modules_system": "nomod",
+        "prefix": str(results_dir()),
+        "partitions": [{
+            "name": "default",
+            "descr": "mpiexec/mpirun of each build on this node",
+            "scheduler": "local",
+            "launcher": BUILD_MPIEXEC,
+            "environs": envs,
+            "max_jobs": 1,
+            "features": ["nodes1"],
+            "extras": {"nodes": 1},
+        }],
+    }
+
+
+def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | None = None
+                 ) -> dict:
+    buildset = buildset or load_builds()
+    results_dir().mkdir(parents=True, exist_ok=True)
+    report_skipped(buildset)
+    osu_source = bool(os.environ.get(OSU_SOURCE_ENV))
+    envs = [environment(b, osu_source) for b in buildset.builds]
+    names = [e["name"] for e in envs]
+    if extra_systems is None:
+        extra_systems = [*site_systems(names), *cluster_systems(names)]
+    systems = [*extra_systems, local_system(names)]
+    if not envs:
+        # ReFrame needs at least one environment per partition: keep a marker one
+        # so that `reframe --list` works and says why nothing runs.
+        envs = [{"name": "no-mpi-build-found", "features": []}]
+        for s in systems:
+            for p in s["partitions"]:
+                p["environs"] = ["no-mpi-build-found"]
+    return {
+        "systems": systems,
+        "environments": envs,
+        "modes": MODES,
+        "logging": [{
+            "handlers_perflog": [{
+                "type": "filelog",
+                "prefix": "%(check_system)s/%(check_partition)s",
+                "level": "info",
+                "format": PERFLOG_FORMAT,
+                "format_perfvars": PERFVAR_FORMAT,
+                "append": True,
+            }],
+            "handlers": [
+                {"type": "stream", "name": "stdout", "level": "info",
+                 "format": "%(message)s"},
+                {"type": "file", "name": str(results_dir() / "reframe.log"),
+                 "level": "debug", "append": False,
+                 "format": "[%(asctime)s] %(levelname)s: %(check_info)s: %(message)s"},
+            ],
+        }],
+        "general": [{
+            "check_search_path": [str(project_root() / "reframe_checks")],
+            "check_search_recursive": True,
+            "report_file": str(reports_dir() / "run-{sessionid}.json"),
+            "save_log_files": True,
+        }],
+        "storage": [{"enable": True, "sqlite_db_file": str(results_db())}],
+    }
+
+
+def cluster_systems(envs: list[str]) -> list[dict]:
+    """The emulated Slurm cluster's system while it is up (mpimatrix cluster up)."""
+    from .vcluster_system import systems_if_up
+
+    return systems_if_up(envs)
+
+
+def report_skipped(buildset: BuildSet) -> None:
+    """Say, on stderr, which builds will not run and why (once per process)."""
+    if getattr(report_skipped, "_done", False):
+        return
+    report_skipped._done = True
+    for s in buildset.skipped:
+        print(f"mpimatrix: WARNING: build {s.name} skipped: {s.reason}", file=sys.stderr)

@@ -1,0 +1,80 @@
+"""A site's own ReFrame systems (its Slurm partitions), from site_config/systems/*.yaml.
+
+Each file holds one ReFrame system (the `systems` entry of a ReFrame
+configuration, in YAML). The environments are not written there: every
+partition gets the environments of all builds (or those whose name matches the
+partition's `environs_match` regex), because the builds change with the Spack
+lock while the partitions do not. MPIMATRIX_SYSTEMS=<dir> reads another
+directory. ReFrame picks the system whose `hostnames` match, so a cluster's
+file is inert everywhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from ..builds.record import BuildError
+from ..paths import project_root, results_dir
+from ..placement import node_features
+from ..rfm.launch import BUILD_MPIEXEC, METHODS, SRUN
+
+REQUIRED = ("name", "hostnames", "partitions")
+PART_REQUIRED = ("name", "scheduler")
+
+
+def systems_dir() -> Path:
+    return Path(os.environ.get("MPIMATRIX_SYSTEMS") or project_root() / "site_config" / "systems")
+
+
+def _fail(path: Path, what: str) -> BuildError:
+    return BuildError(f"{path}: {what}; see site_config/systems/slurm-cluster.yaml.example")
+
+
+def load_system(path: Path, envs: list[str]) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise _fail(path, f"cannot read the ReFrame system ({err})") from None
+    if not isinstance(data, dict):
+        raise _fail(path, "expected one ReFrame system (a mapping with name, hostnames, "
+                    "partitions)")
+    missing = [k for k in REQUIRED if k not in data]
+    if missing:
+        raise _fail(path, f"missing {', '.join(missing)}")
+    data.setdefault("modules_system", "nomod")
+    # Stage and output must be on a file system the compute nodes share.
+    data.setdefault("prefix", str(results_dir()))
+    for part in data["partitions"]:
+        pmiss = [k for k in PART_REQUIRED if k not in part]
+        if pmiss:
+            raise _fail(path, f"partition {part.get('name', '?')}: missing {', '.join(pmiss)}")
+        pattern = part.pop("environs_match", None)
+        try:
+            part["environs"] = [e for e in envs if not pattern or re.search(pattern, e)]
+        except re.error as err:
+            raise _fail(path, f"partition {part['name']}: bad environs_match: {err}") from None
+        slurm = "slurm" in part["scheduler"] or "squeue" in part["scheduler"]
+        part.setdefault("launcher", SRUN if slurm else BUILD_MPIEXEC)
+        if part["launcher"] not in METHODS:
+            raise _fail(path, f"partition {part['name']}: launcher {part['launcher']!r}: use "
+                        f"{SRUN} (Slurm direct launch, srun --mpi=<the build's PMI>) or "
+                        f"{BUILD_MPIEXEC} (each build's own mpiexec/mpirun, in the allocation)")
+        part.setdefault("max_jobs", 1)  # performance runs are serial
+        extras = part.setdefault("extras", {})
+        if not isinstance(extras, dict):
+            raise _fail(path, f"partition {part['name']}: extras must be a mapping")
+        nodes = int(extras.setdefault("nodes", 1))
+        feats = part.setdefault("features", [])
+        feats += [f for f in node_features(nodes) if f not in feats]
+    return data
+
+
+def site_systems(envs: list[str]) -> list[dict]:
+    d = systems_dir()
+    if not d.is_dir():
+        return []
+    return [load_system(p, envs) for p in sorted(d.glob("*.yaml"))]

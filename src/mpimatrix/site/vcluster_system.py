@@ -1,0 +1,70 @@
+"""The ReFrame system of the emulated cluster.
+
+ReFrame runs inside the head namespace (`mpimatrix cluster reframe -- ...`),
+where the hostname is `head`, so the system is selected automatically there.
+Two partitions over the same nodes, both with the `squeue-all` scheduler
+(ReFrame's `squeue` backend, for Slurm without accounting, which its `slurm`
+backend needs; it also sees finished jobs, see squeue_backend.py):
+
+- compute: launcher `srun`, `srun --mpi=<plugin of the build's PMI>` (pmix for
+  Open MPI, pmi2 for the MPICH family; rfm/launch.py);
+- compute_mpirun: launcher `build-mpiexec`, the build's own mpirun/mpiexec
+  inside the allocation (Open MPI with --bind-to none: emulated nodes share
+  physical cores).
+"""
+
+from __future__ import annotations
+
+from ..paths import results_dir
+from ..placement import node_features
+from ..rfm.launch import BUILD_MPIEXEC, SRUN
+from ..rfm.squeue_all import NAME as SCHEDULER
+from ..vcluster.cluster import is_up
+from ..vcluster.layout import Layout, default_dir
+from ..vcluster.slurm_conf import NODE_CPUS
+
+SYSTEM = "vcluster"
+
+
+def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
+              lay: Layout) -> dict:
+    return {
+        "name": name,
+        "descr": descr,
+        "scheduler": SCHEDULER,
+        "launcher": launcher,
+        "environs": envs,
+        "max_jobs": 1,
+        "time_limit": "10m",
+        "features": [*node_features(nodes), "slurm", "vcluster"],
+        "env_vars": [["SLURM_CONF", str(lay.slurm_conf)]],
+        "sched_options": {"use_nodes_option": True, "job_submit_timeout": 60},
+        "extras": {"nodes": nodes, "cores": NODE_CPUS,
+                   "cluster_dir": str(lay.dir), "net_counters": True},
+    }
+
+
+def system(envs: list[str], nodes: int, directory=None) -> dict:
+    lay = Layout.at(directory or default_dir(), nodes)
+    return {
+        "name": SYSTEM,
+        "descr": f"Emulated {nodes}-node Slurm cluster (namespaces on one machine)",
+        "hostnames": ["^head$"],
+        "modules_system": "nomod",
+        # Stage and output on the shared file system, never /dev/shm or TmpFS.
+        "prefix": str(results_dir()),
+        "partitions": [
+            partition("compute", "srun direct launch, PMI per build", SRUN, nodes, envs,
+                      lay),
+            partition("compute_mpirun", "the build's mpirun/mpiexec inside the allocation",
+                      BUILD_MPIEXEC, nodes, envs, lay),
+        ],
+    }
+
+
+def systems_if_up(envs: list[str]) -> list[dict]:
+    """[the cluster's system] when a cluster is up in the default directory, else []."""
+    state = is_up()
+    if not state:
+        return []
+    return [system(envs, state["nodes"], state["dir"])]

@@ -1,0 +1,1 @@
+"""Intel MPI Benchmarks: catalogue, output parser, sanity."""

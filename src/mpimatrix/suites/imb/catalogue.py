@@ -1,0 +1,140 @@
+"""The IMB benchmarks the checks run, and the performance variables of each.
+
+Sizes of interest: point-to-point latency at 8 B and bandwidth at 4 MiB;
+collectives t_avg at 8 B and 1 MiB. The whole size curve is kept in the run
+record besides these variables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...units import KiB, MiB, human_size
+from ..common import Metric, is_reduction
+
+SMALL, LARGE_COLL, LARGE_BW = 8, 1 * MiB, 4 * MiB
+
+# Message sizes per profile (ReFrame mode): quick = a few sizes, full = the
+# whole 1 B .. 4 MiB sweep. Both contain the sizes of the performance variables.
+SIZES = {
+    "quick": [SMALL, 1 * KiB, 64 * KiB, LARGE_COLL, LARGE_BW],
+    "full": [1 << i for i in range(0, 23)],
+}
+# -iter / -time per profile (IMB scales repetitions down for large messages).
+ITERATIONS = {
+    "quick": ["-iter", "200", "-time", "1"],
+    "full": ["-iter", "1000", "-time", "10"],
+}
+
+# Latency-like column: the first of these a table has.
+LAT = ("t_avg[usec]", "t[usec]", "t_pure[usec]")
+
+
+def _m(quantity: str, columns: tuple[str, ...], size: int | None, unit: str = "us",
+       better_higher: bool = False) -> Metric:
+    name = quantity if size is None else f"{quantity}_{human_size(size)}"
+    return Metric(name, quantity, columns, size, unit, better_higher)
+
+
+#: Performance variables per kind of IMB table.
+METRICS_OF_KIND = {
+    "p2p": (_m("latency", LAT, SMALL), _m("bandwidth", ("Mbytes/sec",), LARGE_BW, "MB/s", True)),
+    "coll": (_m("t_avg", LAT, SMALL), _m("t_avg", LAT, LARGE_COLL)),
+    "unsized": (_m("t_avg", LAT, None),),
+    "nbc": (_m("t_pure", ("t_pure[usec]",), SMALL), _m("t_pure", ("t_pure[usec]",), LARGE_COLL),
+            _m("overlap", ("overlap[%]",), LARGE_COLL, "%", True)),
+    "nbc_unsized": (_m("t_pure", ("t_pure[usec]",), None),
+                    _m("overlap", ("overlap[%]",), None, "%", True)),
+    "atomic": (_m("latency", ("t[usec]",), None),),
+    "passive": (_m("t_pure", ("t_pure[usec]",), SMALL), _m("t_ovrl", ("t_ovrl[usec]",), SMALL)),
+}
+
+
+@dataclass(frozen=True)
+class ImbBenchmark:
+    suite: str  # MPI1, P2P, NBC, RMA -> binary IMB-<suite>
+    name: str
+    kind: str
+    min_ranks: int = 2
+    max_ranks: int | None = None  # PingPong & co. use exactly 2 ranks
+    quick: bool = False
+    modes: tuple[str, ...] = ()  # RMA modes the table comes in; metrics use the first
+    # Reductions work on MPI_FLOAT: IMB rounds every size up to a multiple of 4 B.
+    elem_size: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"{self.suite}:{self.name}"
+
+    @property
+    def binary(self) -> str:
+        return f"IMB-{self.suite}"
+
+    @property
+    def metrics(self) -> tuple[Metric, ...]:
+        return METRICS_OF_KIND[self.kind]
+
+    @property
+    def sized(self) -> bool:
+        return self.kind not in ("unsized", "nbc_unsized", "atomic")
+
+    def table_sizes(self, sizes: list[int]) -> list[int]:
+        """The sizes IMB prints for the requested ones."""
+        e = self.elem_size
+        return sorted({max(e, -(-s // e) * e) for s in sizes})
+
+
+def _b(suite, name, kind, **kw):
+    return ImbBenchmark(suite, name, kind, elem_size=4 if is_reduction(name) else 1, **kw)
+
+
+RMA_MODES = ("NON-AGGREGATE", "AGGREGATE")
+
+CATALOGUE: tuple[ImbBenchmark, ...] = (
+    # IMB-MPI1: the 19 default benchmarks
+    _b("MPI1", "PingPong", "p2p", max_ranks=2, quick=True),
+    _b("MPI1", "PingPing", "p2p", max_ranks=2),
+    _b("MPI1", "Sendrecv", "p2p", quick=True),
+    _b("MPI1", "Exchange", "p2p"),
+    _b("MPI1", "Allreduce", "coll", quick=True),
+    _b("MPI1", "Reduce", "coll"),
+    _b("MPI1", "Reduce_local", "coll"),
+    _b("MPI1", "Reduce_scatter", "coll", quick=True),
+    _b("MPI1", "Reduce_scatter_block", "coll"),
+    _b("MPI1", "Allgather", "coll"),
+    _b("MPI1", "Allgatherv", "coll", quick=True),
+    _b("MPI1", "Gather", "coll", quick=True),
+    _b("MPI1", "Gatherv", "coll"),
+    _b("MPI1", "Scatter", "coll"),
+    _b("MPI1", "Scatterv", "coll"),
+    _b("MPI1", "Alltoall", "coll", quick=True),
+    _b("MPI1", "Alltoallv", "coll"),
+    _b("MPI1", "Bcast", "coll", quick=True),
+    _b("MPI1", "Barrier", "unsized", quick=True),
+    # IMB-P2P
+    _b("P2P", "PingPong", "p2p", quick=True),
+    _b("P2P", "PingPing", "p2p"),
+    _b("P2P", "Unirandom", "p2p"),
+    _b("P2P", "Birandom", "p2p"),
+    _b("P2P", "Corandom", "p2p"),
+    _b("P2P", "Stencil2D", "p2p", min_ranks=4),
+    _b("P2P", "Stencil3D", "p2p", min_ranks=8),
+    _b("P2P", "SendRecv_Replace", "p2p"),
+    # IMB-NBC (the default, overlapping variants)
+    *(_b("NBC", n, "nbc", quick=n in ("Iallreduce", "Ibcast")) for n in (
+        "Iallgather", "Iallgatherv", "Iallreduce", "Ialltoall", "Ialltoallv", "Ibcast",
+        "Igather", "Igatherv", "Ireduce", "Ireduce_scatter", "Iscatter", "Iscatterv")),
+    _b("NBC", "Ibarrier", "nbc_unsized"),
+    # IMB-RMA (the default set)
+    *(_b("RMA", n, "p2p", modes=RMA_MODES, quick=n == "Unidir_put") for n in (
+        "Unidir_put", "Unidir_get", "Bidir_put", "Bidir_get", "Put_local", "Accumulate",
+        "Get_accumulate")),
+    *(_b("RMA", n, "coll") for n in (
+        "Put_all_local", "One_put_all", "One_get_all", "All_put_all", "All_get_all",
+        "Exchange_put", "Exchange_get")),
+    _b("RMA", "Compare_and_swap", "atomic", modes=RMA_MODES, quick=True),
+    _b("RMA", "Fetch_and_op", "atomic", modes=RMA_MODES),
+    _b("RMA", "Truly_passive_put", "passive"),
+)
+
+BY_KEY = {b.key: b for b in CATALOGUE}

@@ -1,0 +1,1 @@
+"""OSU Micro-Benchmarks: catalogue, options per version, known issues, parser, sanity."""

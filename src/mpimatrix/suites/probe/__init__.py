@@ -1,0 +1,1 @@
+"""The project's own probes (placement, ping-pong): what they print."""

@@ -1,0 +1,105 @@
+"""The package's layers: imports only go down, no module imports itself round a loop,
+and modules stay small (the README's "What is where" shows the same layers)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "mpimatrix"
+
+#: Rank of each top-level module or subpackage: a module may import from a lower
+#: rank, or from its own subpackage.
+LAYERS = {
+    "__init__": 0, "paths": 0, "units": 0, "shell": 0, "atomic": 0, "placement": 0,
+    "builds": 1, "suites": 1,
+    "vcluster": 2,
+    "rfm": 3, "results": 3,
+    "site": 4,
+    "run": 5,
+    "cli": 6,
+}
+#: Data tables may be longer than this (none today).
+MAX_LINES = 300
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(SRC.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """The mpimatrix modules a file imports (relative imports resolved)."""
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("mpimatrix")}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - node.level + 1]
+                mod = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                mod = node.module or ""
+            if mod.startswith("mpimatrix"):
+                out.add(mod)
+                out |= {f"{mod}.{a.name}" for a in node.names}
+    return out
+
+
+MODULES = {module_name(p): p for p in SRC.rglob("*.py")}
+
+
+def unit(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_module_has_a_layer():
+    assert {unit(m) for m in MODULES} <= set(LAYERS), set(map(unit, MODULES)) - set(LAYERS)
+
+
+@pytest.mark.parametrize("mod", sorted(MODULES))
+def test_imports_only_go_down(mod):
+    mine = unit(mod)
+    for target in imports_of(MODULES[mod]):
+        if target not in MODULES:
+            continue  # a name imported from a module (checked through the module)
+        theirs = unit(target)
+        assert theirs == mine or LAYERS[theirs] < LAYERS[mine], (
+            f"{mod} ({mine}, layer {LAYERS[mine]}) imports {target} ({theirs}, layer "
+            f"{LAYERS[theirs]})")
+
+
+def test_no_import_loops():
+    graph = {m: {t for t in imports_of(p) if t in MODULES and t != m}
+             for m, p in MODULES.items()}
+    # a package's __init__ importing its own modules is not a loop through them
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not (MODULES[t].name == "__init__.py"
+                                                 and m.startswith(t + "."))}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        if state.get(m) == 2:
+            return
+        assert state.get(m) != 1, "import loop: " + " -> ".join([*path, m])
+        state[m] = 1
+        for t in sorted(graph[m]):
+            visit(t, [*path, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        visit(m, [])
+
+
+@pytest.mark.parametrize("mod", sorted(MODULES))
+def test_modules_stay_small(mod):
+    lines = len(MODULES[mod].read_text().splitlines())
+    assert lines <= MAX_LINES, f"{mod}: {lines} lines; split it by what its parts do"
