@@ -3,7 +3,7 @@ one line per performance value outside its reference."""
 
 from __future__ import annotations
 
-from ..units import human_size
+from .gate import NOISE, NOT_GATED, REGRESSION, Verdict, verdicts
 from .sessions import build_label, check_label, defined, perf_values, testcases
 
 
@@ -23,14 +23,22 @@ def perf_text(tc: dict) -> str:
     return " ".join(parts)
 
 
-def rows(session: dict) -> list[list[str]]:
+def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]:
+    """One row per test case. A case that failed only its references shows the gate's
+    word for it: "regression" (confirmed) or "noise" (cleared by the confirmation)."""
+    statuses: dict[tuple, set[str]] = {}
+    for v in results or []:
+        statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
     out = []
     for tc in testcases([session]):
         result = tc.get("result", "?")
+        key = (tc.get("environ"), check_label(tc), str(tc.get("placement", "")))
+        if result == "fail" and tc.get("fail_phase") == "performance" and key in statuses:
+            result = REGRESSION if REGRESSION in statuses[key] else NOISE
         detail = perf_text(tc)
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
-        if result in ("fail", "abort"):
+        if result in ("fail", "abort", REGRESSION):
             reason = (tc.get("fail_reason") or "").replace("\n", " ")
             detail = f"[{tc.get('fail_phase')}] {reason}"
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
@@ -42,39 +50,49 @@ def rows(session: dict) -> list[list[str]]:
     return out
 
 
-def regressions(session: dict) -> list[str]:
-    """One line per performance value outside its reference, naming everything."""
+def regressions(session: dict, results: list[Verdict] | None = None) -> list[str]:
+    """One line per confirmed regression, naming everything (samples, reference,
+    tolerance, change)."""
+    results = verdicts(session) if results is None else results
+    return [v.line() for v in results if v.status == REGRESSION]
+
+
+def gate_lines(results: list[Verdict]) -> list[str]:
+    """What the gate decided beyond the regressions: noise it cleared, values not gated."""
     out = []
-    for tc in testcases([session]):
-        for pv in perf_values(tc):
-            if pv.result != "fail":
-                continue
-            bound = (f"allowed {pv.upper:+.0%}" if pv.upper is not None
-                     else f"allowed {pv.lower:+.0%}" if pv.lower is not None else "")
-            change = f"{(pv.value - pv.ref) / pv.ref:+.0%}" if pv.ref else "n/a"
-            size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
-            out.append(f"REGRESSION {build_label(tc)} {check_label(tc)} "
-                       f"{tc.get('placement', '')} {pv.quantity}{size}: "
-                       f"{fmt_value(pv.value)} {pv.unit} vs reference {fmt_value(pv.ref)} "
-                       f"{pv.unit} ({change}, {bound})")
+    noise = [v for v in results if v.status == NOISE]
+    if noise:
+        out.append(f"{len(noise)} value(s) outside their tolerance once, within it on "
+                   "confirmation (noise): " + ", ".join(
+                       f"{v.build} {v.check} {v.placement} {v.var}" for v in noise[:6])
+                   + (" ..." if len(noise) > 6 else ""))
+    loose = [v for v in results if v.status == NOT_GATED]
+    if loose:
+        out.append(f"{len(loose)} value(s) reported, not gated:")
+        out += [f"  {v.build} {v.check} {v.placement} {v.var}: {v.reason or 'no tolerance'}"
+                for v in loose]
     return out
 
 
-def format_table(session: dict, width: int = 200) -> str:
+def format_table(session: dict, results: list[Verdict] | None = None,
+                 width: int = 200) -> str:
     header = ["build", "check", "placement", "result", "nodes", "values / reason"]
-    data = rows(session)
+    results = verdicts(session) if results is None else results
+    data = rows(session, results)
     widths = [max(len(r[i]) for r in [header, *data]) for i in range(5)]
     lines = []
     for r in [header, *data]:
         head = "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False))
         lines.append(f"{head}  {r[5]}"[:width])
-    regs = regressions(session)
-    if regs:
+    extra = [*regressions(session, results), *gate_lines(results)]
+    if extra:
         lines.append("")
-        lines += regs
+        lines += extra
     info = session.get("session_info", {})
-    n, f = info.get("num_cases", len(data)), info.get("num_failures", 0)
+    f = sum(r[3] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
+    gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
-    lines.append(f"{n} test case(s), {f} failure(s), {info.get('num_aborted', 0)} aborted; "
-                 f"session {info.get('uuid', '?')}")
+    lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "
+                 f"value(s), {gated} gated, {len(regressions(session, results))} "
+                 f"regression(s); session {info.get('uuid', '?')}")
     return "\n".join(lines)

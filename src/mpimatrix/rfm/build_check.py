@@ -5,29 +5,34 @@ from __future__ import annotations
 
 import os
 import shlex
+from pathlib import Path
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.runtime import runtime
 
 from ..builds.record import BenchmarkInstall, BuildRecord
 from ..paths import references_dir
 from ..placement import Placement, rank_host_problems
-from ..shell import shell_value
+from ..reference_file import ReferenceFileError, checked_once
+from ..shell import quote_argv, shell_value
 from . import job_outcome
+from .inject import InjectError, injection_for
 from .launch import (
     BUILD_MPIEXEC,
     SRUN,
     BuildMpiexecLauncher,
+    binds_ranks,
     launch_command,
     own_launcher_argv,
     partition_method,
+    rank_env_options,
     srun_options,
     srun_plugin,
 )
-from .placements import hosting_partitions, runtime_placements
+from .placements import hosting_partitions, partition_shape, runtime_placements
 
 
 class BuildCheck(rfm.RegressionTestPlugin):
@@ -58,6 +63,12 @@ class BuildCheck(rfm.RegressionTestPlugin):
 
     #: Why the build is not launched the partition's way ("" when it is).
     launch_note = variable(str, value="")
+
+    #: "core" when each rank is pinned to a core of its own, else "none".
+    cpu_binding = variable(str, value="none")
+
+    #: The regression injected into this run (MPIMATRIX_INJECT), "" for none.
+    injected = variable(str, value="")
 
     #: Bytes through the first node's network interfaces (all but lo) while the
     #: program ran; -1 = not measured (only partitions with extras net_counters).
@@ -106,6 +117,10 @@ class BuildCheck(rfm.RegressionTestPlugin):
         prefix = runtime().get_option("general/0/reference_prefix")
         path = os.path.join(prefix or references_dir(), name)
         if os.path.isfile(path):
+            try:
+                checked_once(Path(path))
+            except ReferenceFileError as err:
+                raise ReframeError(str(err)) from None
             self.reference = {"$ref": name if prefix else path}
 
     def record_metrics(self, metrics) -> None:
@@ -141,23 +156,44 @@ class BuildCheck(rfm.RegressionTestPlugin):
         a check runs several placements in one allocation)."""
         return self.placement
 
+    def binds(self, placement: Placement) -> bool:
+        return binds_ranks(self.current_partition, placement,
+                           partition_shape(self.current_partition)[1])
+
     def launch_cmd(self, placement: Placement | None = None) -> str:
         """The build's launch command for a placement (default: this test's), as a
         shell string, exactly as the main program is launched."""
-        return launch_command(self.build, placement or self.main_placement, self.launch_method)
+        placement = placement or self.main_placement
+        return launch_command(self.build, placement, self.launch_method, self.binds(placement))
 
     @run_before("run")
     def _launch_with_the_build(self):
         launcher = self.job.launcher
+        bind = self.binds(self.main_placement)
+        self.cpu_binding = "core" if bind else "none"
         if self.launch_method == SRUN:
             plugin, _ = srun_plugin(self.build)
-            launcher.options = [*srun_options(plugin, self.main_placement), *launcher.options]
+            launcher.options = [*srun_options(plugin, self.main_placement, bind),
+                                *launcher.options]
             return
         if partition_method(self.current_partition) == SRUN:
             self.launch_note = srun_plugin(self.build)[1]
         if not isinstance(launcher, BuildMpiexecLauncher):
             launcher = self.job.launcher = BuildMpiexecLauncher()
-        launcher.argv = own_launcher_argv(self.build, self.main_placement)
+        launcher.argv = own_launcher_argv(self.build, self.main_placement, bind)
+
+    def inject_into_benchmark(self, injector: str) -> None:
+        """Preload the regression injector into the benchmark's ranks when
+        MPIMATRIX_INJECT names this build (the launcher passes it to the ranks only)."""
+        try:
+            spec = injection_for(self.build.name)
+        except InjectError as err:
+            raise ReframeError(str(err)) from None
+        if spec:
+            self.injected = spec
+            env = {"LD_PRELOAD": injector, "MPIMATRIX_INJECT_SPEC": spec}
+            self.job.launcher.options += quote_argv(
+                rank_env_options(self.build, self.launch_method, env))
 
     @run_before("run", always_last=True)
     def _bracket_with_net_counters(self):

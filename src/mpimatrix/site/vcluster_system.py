@@ -39,7 +39,8 @@ def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
         "features": [*node_features(nodes), "slurm", "vcluster"],
         "env_vars": [["SLURM_CONF", str(lay.slurm_conf)]],
         "sched_options": {"use_nodes_option": True, "job_submit_timeout": 60},
-        "extras": {"nodes": nodes, "cores": NODE_CPUS,
+        # The emulated nodes share this machine's cores: no rank pinning.
+        "extras": {"nodes": nodes, "cores": NODE_CPUS, "cpu_binding": "none",
                    "cluster_dir": str(lay.dir), "net_counters": True},
     }
 
