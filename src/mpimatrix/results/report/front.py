@@ -105,13 +105,15 @@ def unreferenced(s: Session) -> int:
 
 
 def failures(s: Session) -> list[dict]:
-    """Test cases that failed in some run, with the first reason, and how often."""
+    """Test cases that failed in some run, with the first reason, and how often; a
+    failure of the performance stage alone is a regression, listed with those."""
     attempts: dict[tuple, list[Case]] = defaultdict(list)
     for c in s.cases:
         attempts[c.key].append(c)
     out = []
     for cases in attempts.values():
-        bad = [c for c in cases if c.tc.get("result") in ("fail", "abort", "error")]
+        bad = [c for c in cases if c.tc.get("result") in ("fail", "abort", "error")
+               and c.tc.get("fail_phase") != "performance"]
         if not bad:
             continue
         c = bad[0]

@@ -81,8 +81,11 @@ class Series:
 
 
 def series(data: ReportData, gated_only: bool) -> list[Series]:
-    """One series per performance value over the sessions (only the values with a
-    reference when gated_only)."""
+    """One series per performance value over the sessions (only the values that have a
+    reference in some session when gated_only; their values before it count too)."""
+    referenced = {(c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
+                  for s in data.sessions for c in s.cases for pv in perf_values(c.tc)
+                  if pv.ref}
     acc: dict[tuple, Series] = {}
     per_session: dict[tuple, dict[float, list]] = defaultdict(lambda: defaultdict(list))
     for s in data.sessions:
@@ -90,9 +93,9 @@ def series(data: ReportData, gated_only: bool) -> list[Series]:
             if not c.passed and c.tc.get("fail_phase") != "performance":
                 continue
             for pv in perf_values(c.tc):
-                if pv.value is None or (gated_only and not pv.ref):
-                    continue
                 key = (c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
+                if pv.value is None or (gated_only and key not in referenced):
+                    continue
                 if key not in acc:
                     size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
                     acc[key] = Series(key[0], key[1], c.line.build, c.check, c.placement,

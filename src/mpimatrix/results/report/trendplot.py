@@ -55,7 +55,7 @@ def trend_plot(group: tuple[str, str, str], members: list[Series], colours: Colo
         ax.axvline(when(t), color="#777777", linewidth=0.8, linestyle=":")
         ax.annotate(what, (when(t), 0.02), xycoords=("data", "axes fraction"), fontsize=6.5,
                     color="#555555", rotation=90, va="bottom", ha="right")
-    locator = AutoDateLocator(maxticks=8)
+    locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
     log_y(ax, [p[i] for s in members for p in s.points for i in (1, 2, 3)])
