@@ -100,8 +100,8 @@ def derived_case(tc: dict, layout: Placement, partition: str) -> dict:
     return out
 
 
-def derive(real: dict) -> dict:
-    """The derived session of a real session report (not modified)."""
+def derive(real: dict, layouts: tuple[Placement, ...] = LAYOUTS) -> dict:
+    """The derived session of a real session report (not modified), on `layouts`."""
     out = copy.deepcopy({k: v for k, v in real.items() if k != "runs"})
     info = out.setdefault("session_info", {})
     info["uuid"] = str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"derived:{info.get('uuid')}"))
@@ -113,7 +113,7 @@ def derive(real: dict) -> dict:
             if tc.get("fixture"):
                 continue
             for partition in PARTITIONS:
-                cases += [derived_case(tc, lay, partition) for lay in LAYOUTS
+                cases += [derived_case(tc, lay, partition) for lay in layouts
                           if can_run(tc, lay)]
         runs.append({**{k: v for k, v in run.items() if k != "testcases"},
                      "testcases": cases})

@@ -49,9 +49,12 @@ def trend_plot(group: tuple[str, str, str], members: list[Series], colours: Colo
             ax.axvline(xv, color="#C00000", linewidth=1.4, label="change point")
             ax.annotate(cp.cause or "change", (xv, 1), xycoords=("data", "axes fraction"),
                         fontsize=7, color="#C00000", rotation=90, va="top", ha="right")
-    env_changes = {t: w for s in members for t, w in
-                   changes.get("*", []) + changes.get(s.environ, [])}
-    for t, what in sorted(env_changes.items()):
+    env_changes: dict[float, set[str]] = {}
+    for s in members:
+        for t, w in changes.get("*", []) + changes.get(s.environ, []):
+            env_changes.setdefault(t, set()).add(w)
+    for t, whats in sorted(env_changes.items()):
+        what = "; ".join(sorted(whats))
         ax.axvline(when(t), color="#777777", linewidth=0.8, linestyle=":")
         ax.annotate(what, (when(t), 0.02), xycoords=("data", "axes fraction"), fontsize=6.5,
                     color="#555555", rotation=90, va="bottom", ha="right")
