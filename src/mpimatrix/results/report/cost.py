@@ -14,6 +14,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
+
+import yaml
 
 from .model import Case, ReportData, Session
 
@@ -41,10 +44,8 @@ class Price:
 
 def read_prices(path) -> dict[str, Price]:
     """A prices file: {"system:partition": {price_per_node_hour, currency, fabric}}."""
-    import yaml
-
     try:
-        data = yaml.safe_load(open(path).read()) or {}
+        data = yaml.safe_load(Path(path).read_text()) or {}
     except (OSError, yaml.YAMLError) as err:
         raise PriceError(f"{path}: cannot read the prices ({err})") from None
     if not isinstance(data, dict):

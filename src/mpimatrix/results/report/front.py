@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ...units import human_size
 from ..sessions import defined, perf_values
-from .model import Case, ReportData, Session
+from .model import Case, ReportData, Session, from_mapping
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,7 @@ class Verdict:
 
     @classmethod
     def of(cls, item) -> Verdict:
-        if isinstance(item, cls):
-            return item
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in dict(item).items() if k in names})
+        return from_mapping(cls, item)
 
 
 def regressions_from_results(s: Session) -> list[Verdict]:

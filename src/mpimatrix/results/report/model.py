@@ -11,9 +11,18 @@ from __future__ import annotations
 import re
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from ..sessions import SessionError, build_label, check_label, defined
+
+
+def from_mapping(cls, item):
+    """A dataclass instance from itself, or from a dict holding its field names (other
+    keys ignored): what the seams accept."""
+    if isinstance(item, cls):
+        return item
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in dict(item).items() if k in names})
 
 
 @dataclass(frozen=True, order=True)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from ...units import human_size
 from ..sessions import defined, perf_values
-from .model import ReportData, Session
+from .model import ReportData, Session, from_mapping
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,7 @@ class ChangePoint:
 
     @classmethod
     def of(cls, item) -> ChangePoint:
-        if isinstance(item, cls):
-            return item
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in dict(item).items() if k in names})
+        return from_mapping(cls, item)
 
 
 @dataclass
