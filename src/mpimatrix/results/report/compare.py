@@ -53,8 +53,8 @@ def heatmap(base: Line, other: Line, rs: list[Ratio], colours: Colours) -> Plot 
             cells[i, j] = math.log2(r.ratio)
             sig[i, j] = r.significant
             text[i, j] = f"{r.ratio:.2g}"
-    fig, axes = grid(1, 1, 0.5 * len(sizes) + 0.3, 0.22 * len(row_names),
-                     left=0.3 + 0.062 * max(len(n) for n in row_names), right=0.3, top=0.4,
+    fig, axes = grid(1, 1, max(3.4, 0.5 * len(sizes) + 0.3), max(0.5, 0.22 * len(row_names)),
+                     left=0.3 + 0.062 * max(len(n) for n in row_names), right=0.3, top=0.6,
                      bottom=0.85)
     ax = axes[0][0]
     shown = np.where(sig, np.clip(cells, -CLIP, CLIP), np.nan)
@@ -71,7 +71,7 @@ def heatmap(base: Line, other: Line, rs: list[Ratio], colours: Colours) -> Plot 
     ax.grid(False)
     ax.set_xlabel("message size")
     title = f"{colours.label(other)} / {colours.label(base)}"
-    ax.set_title(f"{colours.label(other)} over {colours.label(base)} (baseline)")
+    ax.set_title(f"{colours.label(other)}\nover {colours.label(base)} (baseline)")
     return to_plot(fig, f"versus-{other.build}-{other.partition}", title,
                    f"heat map of the time ratio of {title} per benchmark and size")
 

@@ -58,10 +58,12 @@ def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
     columns = list(cols)
     placements = shown_placements(sorted({p for c in cols.values() for p in c}))
     lines = {ln for c in cols.values() for pl in placements for ln in c.get(pl, {})}
-    has_refs = any(refs.get((bench, pl, ln, higher_is_better(col)))
-                   for col in columns for pl in placements for ln in lines)
+    labels = [colours.label(ln) for ln in lines]
+    if any(refs.get((bench, pl, ln, higher_is_better(col)))
+           for col in columns for pl in placements for ln in lines):
+        labels.append("reference ± tolerance")
     fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75,
-                     legend=len(lines) + has_refs)
+                     legend=labels)
     title = f"{bench}{'' if table == 'default' else ' ' + table}"
     for i, col in enumerate(columns):
         for j, pl in enumerate(placements):
@@ -123,7 +125,7 @@ def unsized_plot(cv: Curves, colours: Colours) -> Plot | None:
     lines = sorted({ln for pl in placements for v in rows[pl].values() for ln in v})
     fig, axes = grid(1, len(placements), 3.4, max(1.5, 0.16 * len(names) * len(lines)),
                      left=0.35 + 0.075 * max(len(n) for n in names), top=0.75, bottom=0.55,
-                     legend=len(lines), gap_w=0.3, sharey=True)
+                     legend=[colours.label(ln) for ln in lines], gap_w=0.3, sharey=True)
     axes = axes[0]
     h = 0.8 / max(1, len(lines))
     for ax, pl in zip(axes, placements, strict=False):

@@ -71,13 +71,14 @@ class Colours:
 
 
 def grid(rows: int, cols: int, axis_w: float, axis_h: float, *, left: float = 0.75,
-         right: float = 0.2, top: float = 0.6, bottom: float = 0.5, legend: int = 0,
+         right: float = 0.2, top: float = 0.6, bottom: float = 0.5,
+         legend: list[str] | None = None,
          gap_w: float = 0.8, gap_h: float = 0.7, **kw):
     """A figure of rows x cols axes of the given size in inches, margins in inches and
-    room for a legend of `legend` entries below: a fixed layout (constrained layout
+    room below for a legend of the `legend` labels: a fixed layout (constrained layout
     measures every text twice and doubled the report's time)."""
     width = left + cols * axis_w + (cols - 1) * gap_w + right
-    lines = math.ceil(legend / legend_columns(width)) if legend else 0
+    lines = math.ceil(len(legend) / legend_columns(width, legend)) if legend else 0
     height = top + rows * axis_h + (rows - 1) * gap_h + bottom + 0.22 * lines
     fig = Figure(figsize=(width, height), dpi=DPI)
     axes = fig.subplots(rows, cols, squeeze=False, gridspec_kw={
@@ -87,9 +88,10 @@ def grid(rows: int, cols: int, axis_w: float, axis_h: float, *, left: float = 0.
     return fig, axes
 
 
-def legend_columns(width: float) -> int:
-    """Legend entries per line for a figure `width` inches wide."""
-    return max(1, min(4, int(width / 2.1)))
+def legend_columns(width: float, labels) -> int:
+    """Legend entries per line that fit a figure `width` inches wide."""
+    longest = max((len(str(label)) for label in labels), default=10)
+    return max(1, min(4, int(width / (0.4 + 0.062 * longest))))
 
 
 def to_plot(fig: Figure, pid: str, title: str, alt: str) -> Plot:
@@ -148,5 +150,5 @@ def legend_below(fig: Figure, axes) -> None:
             seen.setdefault(label, h)
     if seen:
         fig.legend(seen.values(), seen.keys(), loc="lower center", bbox_to_anchor=(0.5, 0),
-                   ncol=min(legend_columns(fig.get_figwidth()), len(seen)), frameon=False,
+                   ncol=min(legend_columns(fig.get_figwidth(), seen), len(seen)), frameon=False,
                    borderaxespad=0.2)

@@ -41,7 +41,7 @@ def layout_plot(bench: str, table: str, col: str, cv: Curves, colours: Colours) 
     sizes = chosen_sizes(by_pl)
     lines = sorted({ln for pl in by_pl.values() for ln in pl})
     fig, axes = grid(1, len(sizes), 3.4, 2.2, top=0.75, bottom=0.85,
-                     legend=len(lines))
+                     legend=[colours.label(ln) for ln in lines])
     axes = axes[0]
     for ax, size in zip(axes, sizes, strict=False):
         for line in lines:
@@ -80,7 +80,8 @@ def crossover_plot(items: list[Crossover], colours: Colours) -> Plot | None:
     ncol = min(3, len(groups))
     nrow = math.ceil(len(groups) / ncol)
     lines = {x.line for x in items}
-    fig, axes = grid(nrow, ncol, 2.9, 1.9, top=0.75, legend=len(lines))
+    fig, axes = grid(nrow, ncol, 2.9, 1.9, top=0.75,
+                     legend=[colours.label(ln) for ln in lines])
     for ax in axes.flat[len(groups):]:
         ax.set_visible(False)
     for ax, ((bench, table), xs) in zip(axes.flat, sorted(groups.items()), strict=False):

@@ -20,9 +20,10 @@ def trend_plot(group: tuple[str, str, str], members: list[Series], colours: Colo
     """One value (check, placement, variable) over the sessions, a line per build, its
     reference band, the change points (red) and the lock or build changes (dotted)."""
     check, placement, var = group
-    n_labels = len({(s.build, s.partition) for s in members}) + 2
+    labels = [colours.label(Line(s.build, s.partition)) for s in members]
+    labels += ["reference ± tolerance", "change point"]
     fig, axes = grid(1, 1, 6.4, 2.3, left=0.9, top=0.45, bottom=0.45,
-                     legend=n_labels)
+                     legend=labels)
     ax = axes[0][0]
     xs_all = [when(p[0]) for s in members for p in s.points]
     for s in sorted(members, key=lambda s: (s.build, s.partition)):
@@ -78,8 +79,9 @@ def cost_plot(per_session: list[dict], per_build: list[dict]) -> Plot | None:
     names = max((len(r["what"]) for r in per_build), default=10)
     fig, axes = grid(1, 2, 3.6, 2.0, top=0.4, bottom=1.1, gap_w=0.4 + 0.065 * names)
     left, right = axes[0]
-    left.bar(range(len(per_session)), [r["node_hours"] for r in per_session],
+    left.bar(range(len(per_session)), [r["node_hours"] for r in per_session], width=0.6,
              color="#0072B2")
+    left.set_xlim(-0.8, max(len(per_session), 3) - 0.2)
     left.set_xticks(range(len(per_session)),
                     [r["what"].split(" (")[0] for r in per_session], rotation=30, ha="right")
     left.set_ylabel("node-hours")
