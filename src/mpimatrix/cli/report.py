@@ -3,7 +3,6 @@ stored sessions with its Markdown summary, for people and for mail or a CI log."
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -93,8 +92,7 @@ def register(sub) -> None:
         "report", help="summarise a run; --html: the HTML report of stored sessions",
         description="Without --html: the summary table of each session. With --html: "
         "results/reports/<name>.html (plots embedded, opens without network) and "
-        "<name>.md (the summary for mail or a CI log) from the sessions given.",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        "<name>.md (the summary for mail or a CI log) from the sessions given.")
     s.add_argument("--session", action="append", metavar="UUID|PERIOD",
                    help="stored session: a UUID or a ReFrame time period such as "
                    "now-7d:now (repeatable)")
