@@ -31,7 +31,7 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     of the regression gate and of the history (front.Verdict, trend.ChangePoint)."""
     data = load(sessions, references)
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
-    colours = Colours(data.lines())
+    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
     cur = data.current
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
