@@ -293,3 +293,21 @@ def test_failed_test_cases_say_how_often_and_why():
     assert rep.context["verdict"]["cls"] == "warn"
     imb = {b["imb"] for b in rep.context["builds"] if b["imb"]}
     assert imb == {"2021.11 (impi-2021.18.1-pypi wheel)"}
+
+
+def test_real_cluster_session_has_layouts_and_crossovers():
+    """The emulated cluster's session (`mpimatrix cluster run`): internode beside
+    intranode, Allreduce across three layouts, crossovers from measured curves."""
+    session = fixture("quick-vcluster-2nodes")
+    rep = make_report([session])
+    ctx = rep.context
+    assert ctx["system"] == "vcluster" and ctx["nodes"] == ["node1", "node2"]
+    assert ctx["partitions"] == ["vcluster:compute", "vcluster:compute_mpirun"]
+    assert [p.id for p in ctx["layout_plots"]] == ["layout-mpi1-allreduce-default"]
+    assert ctx["placements"] == ["2x2", "internode", "intranode"]
+    heads, rows = ctx["crossover_table"]
+    assert len(heads) == 6 and {r["benchmark"] for r in rows} == {"MPI1:Allreduce",
+                                                                   "MPI1:PingPong"}
+    assert any("faster above" in c for r in rows for c in r["cells"])
+    pingpong = next(p for p in ctx["curve_plots"] if p.id == "curve-mpi1-pingpong")
+    assert "intranode and internode" in pingpong.alt
