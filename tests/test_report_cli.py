@@ -107,3 +107,22 @@ def test_real_run_then_report_by_session_id(buildset, tmp_path):
     refused(mpimatrix(tmp_path, "report", "--html", "--session", unknown),
             rf"^mpimatrix: no stored session '{unknown}' in the results database; list them "
             r"with: reframe")
+
+
+def test_prices_come_from_the_site_partitions(tmp_path, monkeypatch):
+    from mpimatrix.builds.record import BuildError
+    from mpimatrix.site.systems import partition_prices
+
+    example = ROOT / "site_config" / "systems" / "slurm-cluster.yaml.example"
+    (tmp_path / "mycluster.yaml").write_text(example.read_text())
+    monkeypatch.setenv("MPIMATRIX_SYSTEMS", str(tmp_path))
+    assert partition_prices() == {
+        "mycluster:compute": {"price_per_node_hour": 0.975, "currency": "USD",
+                              "fabric": "infiniband"},
+        "mycluster:compute_mpirun": {"price_per_node_hour": 0.975, "currency": "USD",
+                                     "fabric": "infiniband"}}
+    (tmp_path / "mycluster.yaml").write_text(example.read_text().replace(
+        "price_per_node_hour: 0.975      # EDIT", "price_per_node_hour: free"))
+    with pytest.raises(BuildError, match=r"partition compute: price_per_node_hour 'free' "
+                                         r"must be a number >= 0"):
+        partition_prices()
