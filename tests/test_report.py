@@ -16,8 +16,10 @@ import pytest
 import yaml
 from helpers import FIXTURES, ROOT
 
+from mpimatrix.results import gate
 from mpimatrix.results.report import ChangePoint, Verdict, load, make_report
 from mpimatrix.results.report.compare import choose_baseline
+from mpimatrix.results.report.judge import history_change_points
 from mpimatrix.results.report.model import session_view
 from mpimatrix.results.report.stats import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
@@ -119,7 +121,7 @@ def test_front_page_names_builds_sessions_and_provenance(compare, compare_report
     assert info["uuid"] in compare_report.markdown
 
 
-def test_regressions_are_the_values_reframe_failed(nightly, nightly_report):
+def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     rep = nightly_report
     failed = defaultdict(int)
     for run in nightly[-1]["runs"]:
@@ -132,10 +134,27 @@ def test_regressions_are_the_values_reframe_failed(nightly, nightly_report):
     assert rep.context["verdict"]["cls"] == "bad"
     for r in rows:
         assert r["value"] is not None and r["reference"] and r["change"] is not None
-        assert re.search(r"outside the reference in 1 of 1 run", r["reason"])
+        # one run: the session's one sample decides
+        assert re.search(r"^median of 1 sample\(s\) \[\S+\] outside the tolerance [+-]30%$",
+                         r["reason"]), r["reason"]
     # a failure of the performance stage is a regression, not also a failed test case
     assert all(f["phase"] != "performance" for f in rep.context["failures"])
     assert f"## Regressions ({len(rows)})" in rep.markdown
+    assert rep.context["gate"].startswith("the regression gate: a value outside its tolerance")
+
+
+def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
+    loaded = fixture("compare-local-5builds-loaded")
+    refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
+    rep = make_report([loaded], references=refs)
+    gated = {(v.environ, v.var, v.check, v.placement): v.status
+             for v in gate.verdicts(loaded, [], None)}
+    want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
+    got = {(r["build"], r["benchmark"], r["placement"], r["what"])
+           for r in rep.context["regressions"] + rep.context["noise"]}
+    assert len(got) == len(want)
+    assert len(rep.context["regressions"]) == sum(st == gate.REGRESSION
+                                                  for st in gated.values())
 
 
 def session_values(sessions: list[dict], env: str, key: str, var: str) -> list[float]:
@@ -214,7 +233,6 @@ def test_verdicts_from_the_gate_replace_the_plain_reading(nightly, refs):
     (row,) = rep.context["regressions"]
     assert row["change"] == pytest.approx(1.0) and row["what"] == "t_avg at 8 B"
     assert row["benchmark"] == "Imb MPI1:Bcast" and row["placement"] == "intranode"
-    assert rep.context["gate"] == "the regression gate's confirmed verdicts"
     assert [r["reason"] for r in rep.context["not_gated"]] == ["spread 80 % > tolerance"]
 
 
@@ -311,3 +329,11 @@ def test_real_cluster_session_has_layouts_and_crossovers():
     assert any("faster above" in c for r in rows for c in r["cells"])
     pingpong = next(p for p in ctx["curve_plots"] if p.id == "curve-mpi1-pingpong")
     assert "intranode and internode" in pingpong.alt
+
+
+def test_change_points_come_from_the_history_by_default(nightly, refs):
+    found = history_change_points(nightly)  # Apache Otava over the five sessions
+    uuids = {s["session_info"]["uuid"] for s in nightly}
+    assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
+    rep = make_report(nightly, references=refs, max_trends=3)
+    assert len(rep.context["change_points"]) == len(found)

@@ -8,47 +8,46 @@ import sys
 from pathlib import Path
 
 from ..paths import references_dir, reports_dir, results_db
+from ..reference_file import ReferenceFileError
 from ..results import references, summary
 from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
-from ..results.sessions import SessionError, load_report
-from ..run.stored import database_is_empty, stored_sessions
+from ..results.sessions import SessionError
+from ..run.stored import database_is_empty, sessions_in
 from ..site.systems import partition_prices
+from .session_args import sessions_from_args
 
 AGE = re.compile(r"\d+[mhdw]")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def sessions_from_args(args) -> list[dict]:
-    """Sessions named by --report, --session (UUID or ReFrame period) and --since; by
-    default the latest run's report."""
-    queries = list(getattr(args, "session", None) or [])
-    since = getattr(args, "since", None)
-    if since:
-        if not AGE.fullmatch(since):
-            raise SessionError(f"--since {since!r}: give an age such as 14d, 12h, 2w or 90m")
-        queries.append(f"now-{since}:now")
-    sessions = [load_report(Path(p)) for p in args.report or []]
-    if queries:
-        try:
-            sessions += stored_sessions(queries)
-        except SessionError:
-            if database_is_empty():
-                raise SessionError(f"the results database {results_db()} holds no session: "
-                                   "run `mpimatrix run` first") from None
-            raise
-    if not args.report and not queries:
-        latest = reports_dir() / "latest.json"
-        if not latest.exists():
-            raise SessionError("give --session UUID or --report FILE (no "
-                               f"{latest} yet: run `mpimatrix run` first)")
-        sessions = [load_report(latest)]
+def report_sessions(args) -> list[dict]:
+    """The sessions named by --report and --session (UUIDs or ReFrame periods), plus those
+    of the last --since; by default the latest run's report."""
+    since = args.since
+    if since and not AGE.fullmatch(since):
+        raise SessionError(f"--since {since!r}: give an age such as 14d, 12h, 2w or 90m")
+    empty = SessionError(f"the results database {results_db()} holds no session: run "
+                         "`mpimatrix run` first")
+    stored = bool(since or args.session)
+    try:
+        sessions = sessions_in(f"now-{since}:now") if since else []
+        if args.report or args.session or not since:
+            sessions += sessions_from_args(args)
+    except SessionError:
+        if stored and database_is_empty():
+            raise empty from None
+        raise
+    if not sessions:  # a period with no session
+        if database_is_empty():
+            raise empty
+        raise SessionError(f"no stored session started in the last {since}")
     return sessions
 
 
 def cmd_report(args) -> int:
-    sessions = sessions_from_args(args)
+    sessions = report_sessions(args)
     if not args.html:
         for s in sessions:
             print(summary.format_table(s, width=args.width))
@@ -57,14 +56,14 @@ def cmd_report(args) -> int:
     ref_file = Path(args.references) if args.references else \
         references_dir() / f"{data.system}.yaml"
     try:
-        refs = references.read(ref_file)
+        refs, stats = references.read(ref_file)
         prices = {**partition_prices(), **(read_prices(args.prices) if args.prices else {})}
-    except (references.BlessError, PriceError) as err:
+    except (ReferenceFileError, references.BlessError, PriceError) as err:
         raise SessionError(str(err)) from None
     name = args.name or default_name(data)
     if not NAME.fullmatch(name):
         raise SessionError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
-    rep = make_report(sessions, name=name, references=refs, prices=prices,
+    rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
                       baseline=args.baseline, max_trends=args.max_trends)
     html, md = write(Path(args.output_dir) if args.output_dir else reports_dir(), name,
                      rep.html, rep.markdown)

@@ -6,7 +6,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from . import compare, cost, front, layouts, page, trend
+from . import compare, cost, front, judge, layouts, page, trend
 from .curves import curve_jobs, reference_points, unsized_plot
 from .figures import Colours, Plot
 from .model import Line, ReportData, load
@@ -24,19 +24,29 @@ class Report:
 
 
 def make_report(sessions: list[dict], *, name: str = "report", references: dict | None = None,
-                prices: dict | None = None, baseline: str | None = None,
-                verdicts: list | None = None, change_points: list | None = None,
-                max_trends: int = 24) -> Report:
-    """The report of the sessions (one system). verdicts and change_points are the seams
-    of the regression gate and of the history (front.Verdict, trend.ChangePoint)."""
+                statistics: dict | None = None, prices: dict | None = None,
+                baseline: str | None = None, verdicts: list | None = None,
+                change_points: list | None = None, max_trends: int = 24) -> Report:
+    """The report of the sessions (one system). `statistics`: the reference file's noise
+    statistics (<system>.stats.yaml; default its `$statistics` section, if any).
+    verdicts and change_points are the seams of the regression gate and of the history
+    (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
+    results.history itself."""
     data = load(sessions, references)
+    if statistics is None:
+        statistics = (references or {}).get("$statistics") or {}
+    if verdicts is None:
+        verdicts = judge.gate_verdicts(data.current.raw, data.confirming(data.current),
+                                       statistics)
+    if change_points is None:
+        change_points = judge.history_change_points([s.raw for s in data.sessions])
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
     colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
     cur = data.current
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    ctx.update(front_page(data, verdicts))
+    ctx.update(front_page(data, verdicts, statistics))
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
     ctx.update(layout_section(cv, colours))
@@ -48,18 +58,18 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
 
-def front_page(data: ReportData, verdicts: list | None) -> dict:
+def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
     cur = data.current
-    if verdicts is None:
-        judged = front.regressions_from_results(cur)
-        gate = "ReFrame's reference check (a value outside its tolerance in any run)"
-    else:
-        judged = [front.Verdict.of(v) for v in verdicts]
-        gate = "the regression gate's confirmed verdicts"
+    judged = [front.Verdict.of(v) for v in verdicts]
+    confirmations = len(data.confirming(cur))
+    gate = ("the regression gate: a value outside its tolerance is a regression when the "
+            "median of all its samples (the session's runs"
+            f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}) is "
+            "still outside")
     rows = [front.describe(v, cur.cases) for v in judged]
     regs = [r for r in rows if r["status"] == "regression"]
     fails = front.failures(cur)
-    not_gated = front.not_gated(data.references) + [
+    not_gated = front.not_gated(statistics) + [
         {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,
          "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
         for v in judged if v.status == "not_gated"]
@@ -67,6 +77,7 @@ def front_page(data: ReportData, verdicts: list | None) -> dict:
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
         "improvements": [r for r in rows if r["status"] == "improvement"],
+        "noise": [r for r in rows if r["status"] == "noise"],
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,

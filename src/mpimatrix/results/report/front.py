@@ -1,14 +1,11 @@
 """The front page: the verdict, what failed and why, the builds and their provenance.
 
-Seam for the regression gate (mpimatrix.results.gate): `verdicts` given to the report
-replace the plain reading of ReFrame's performance results (a value outside its
-reference's tolerance in one run is a regression). A verdict is a `Verdict` or a dict
-with the same keys.
+Seam for the regression gate: the report shows the `verdicts` it is given, `Verdict`s or
+dicts with the same keys (by default judge.gate_verdicts: results.gate's verdicts).
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -37,30 +34,6 @@ class Verdict:
         return from_mapping(cls, item)
 
 
-def regressions_from_results(s: Session) -> list[Verdict]:
-    """Until the gate lands: a value ReFrame failed against its reference in any run."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for c in s.cases:
-        for pv in perf_values(c.tc):
-            if pv.value is not None:
-                key = (c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
-                groups[key].append((c, pv))
-    out = []
-    for (part, env, ref_key, var), items in sorted(groups.items()):
-        failed = [pv for _, pv in items if pv.result == "fail"]
-        if not failed:
-            continue
-        pv = failed[0]
-        lo, hi = pv.lower, pv.upper
-        allowed = f"allowed {hi:+.0%}" if hi is not None else \
-            f"allowed {lo:+.0%}" if lo is not None else ""
-        out.append(Verdict(part, env, ref_key, var, "regression",
-                           statistics.median(p.value for p in failed), pv.ref, pv.unit,
-                           f"outside the reference in {len(failed)} of {len(items)} run(s); "
-                           f"{allowed}", items[0][0].line.build))
-    return out
-
-
 def describe(v: Verdict, cases: list[Case]) -> dict:
     """A verdict as a table row: names from the test case, size and change spelled out."""
     case = next((c for c in cases if c.tc["environ"] == v.environ
@@ -77,9 +50,10 @@ def describe(v: Verdict, cases: list[Case]) -> dict:
             "status": v.status}
 
 
-def not_gated(references: dict) -> list[dict]:
-    """Values the reference file keeps but does not gate, and why ($statistics)."""
-    stats = references.get("$statistics") if isinstance(references, dict) else None
+def not_gated(stats: dict | None) -> list[dict]:
+    """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
+    bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
+    {median, spread, n, gated, reason}}}}}})."""
     out = []
     if not isinstance(stats, dict):
         return out

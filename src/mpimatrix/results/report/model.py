@@ -91,6 +91,7 @@ class Session:
     info: dict
     cases: list[Case]
     runs: int
+    raw: dict = field(default_factory=dict, repr=False)  # the session as stored
 
     @property
     def uuid(self) -> str:
@@ -105,7 +106,15 @@ class Session:
         return time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.start))
 
     @property
+    def confirms(self) -> str:
+        """The session this one re-measured (a gate confirmation session), if any."""
+        return str(self.info.get("confirms") or (self.info.get("extras") or {}).get(
+            "confirms") or "")
+
+    @property
     def mode(self) -> str:
+        if self.info.get("mode"):
+            return str(self.info["mode"])
         m = re.search(r"--mode[= ](\S+)", self.info.get("cmdline", ""))
         return m.group(1) if m else "?"
 
@@ -152,7 +161,7 @@ def session_view(data: dict) -> Session:
                 continue  # a probe build that worked says nothing about performance
             cases.append(Case(tc, data.get("session_info", {}).get("uuid", "?"),
                               int(tc.get("run_index", i) or i)))
-    return Session(data.get("session_info") or {}, cases, len(data.get("runs") or []))
+    return Session(data.get("session_info") or {}, cases, len(data.get("runs") or []), data)
 
 
 @dataclass
@@ -160,6 +169,11 @@ class ReportData:
     sessions: list[Session]  # oldest first
     system: str
     references: dict = field(default_factory=dict)  # the system's reference file, if any
+    #: the gate's confirmation sessions (extras confirms=<uuid>): samples, not sessions
+    confirmations: list[Session] = field(default_factory=list)
+
+    def confirming(self, s: Session) -> list[dict]:
+        return [c.raw for c in self.confirmations if c.confirms == s.uuid]
 
     @property
     def current(self) -> Session:
@@ -195,13 +209,15 @@ def load(sessions: list[dict], references: dict | None = None) -> ReportData:
         raise SessionError(f"session(s) {', '.join(empty)} hold no test case: nothing to "
                            "report (did ReFrame find no check for this system?)")
     views = [v for v in views if v.cases]
+    confirmations = [v for v in views if v.confirms]
+    views = [v for v in views if not v.confirms] or views  # only confirmations: show them
     systems = sorted(set().union(*(v.systems for v in views)))
     if len(systems) > 1:
         per = "; ".join(f"{s}: {', '.join(v.uuid[:8] for v in views if s in v.systems)}"
                         for s in systems)
         raise SessionError(f"the sessions come from {len(systems)} systems ({per}); a report "
                            "covers one system: name the sessions of one of them")
-    return ReportData(views, systems[0], references or {})
+    return ReportData(views, systems[0], references or {}, confirmations)
 
 
 def by_line(cases: list[Case]) -> dict[Line, list[Case]]:
