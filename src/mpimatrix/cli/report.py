@@ -35,9 +35,10 @@ def report_sessions(args) -> list[dict]:
         sessions = sessions_in(f"now-{since}:now") if since else []
         if args.report or args.session or not since:
             sessions += sessions_from_args(args)
-    except SessionError:
+    except SessionError as err:
         if stored and database_is_empty():
-            raise empty from None
+            raise SessionError(f"{err}; the database holds no session: run `mpimatrix "
+                               "run` first") from None
         raise
     if not sessions:  # a period with no session
         if database_is_empty():
