@@ -17,8 +17,10 @@ done
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "setup: installing system packages:$missing"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+        # finish an interrupted dpkg run first; wait for locks held by boot-time apt jobs
+        dpkg --configure -a || true
+        apt-get -o DPkg::Lock::Timeout=600 update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends $missing >/dev/null
     else
         echo "setup: missing system packages:$missing" >&2
         echo "setup: install them with: sudo apt-get install$missing" >&2
