@@ -5,7 +5,13 @@ from __future__ import annotations
 import re
 
 from ...units import human_size, version_tuple
-from ..common import error_detail, finite_problems, measured_columns, missing_sizes_problem
+from ..common import (
+    error_detail,
+    finite_problems,
+    measured_columns,
+    missing_sizes_problem,
+    rate_columns,
+)
 from .catalogue import OsuBenchmark
 from .output import OsuRun, missing_sizes
 
@@ -44,7 +50,8 @@ def osu_result_problems(run: OsuRun, bench: OsuBenchmark, ranks: int, expected: 
             errs.append(f"{name}: {what}{died}")
         else:
             errs += _table_problems(table, bench, expected, validate, died, name)
-            errs += finite_problems(name, table.rows, measured_columns(bench.metrics))
+            errs += finite_problems(name, table.rows, measured_columns(bench.metrics),
+                                   rates=rate_columns(bench.metrics))
     errs += [f"{name}: a row with an impossible size: {r}" for r in run.bad_rows[:3]]
     if errs:
         return errs
