@@ -55,5 +55,4 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
         errs = self._problems()
         if errs and stderr_tail(self.stderr_text()):
             errs.append(stderr_tail(self.stderr_text()))
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
-                              + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))

@@ -97,7 +97,7 @@ class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
                             f"(need >= {self.min_ratio:g}x)")
         if errs and stderr_tail(self.stderr_text()):
             errs.append(stderr_tail(self.stderr_text()))
-        return sn.assert_true(not errs, msg=f"{self.build.name}: " + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))
 
     def _value(self, label: str, key: str) -> float:
         run = self.parsed.get(label, {})

@@ -16,7 +16,8 @@ from ..builds.record import BenchmarkInstall, BuildRecord
 from ..paths import references_dir
 from ..placement import Placement, rank_host_problems
 from ..shell import shell_value
-from . import job_outcome
+from ..suites.crash import crash_report
+from . import hang_budget, job_outcome
 from .launch import (
     BUILD_MPIEXEC,
     SRUN,
@@ -27,7 +28,12 @@ from .launch import (
     srun_options,
     srun_plugin,
 )
-from .placements import hosting_partitions, runtime_placements
+from .placements import (
+    hosting_partitions,
+    oversubscribes,
+    oversubscribing_partitions,
+    runtime_placements,
+)
 
 
 class BuildCheck(rfm.RegressionTestPlugin):
@@ -59,6 +65,17 @@ class BuildCheck(rfm.RegressionTestPlugin):
     #: Why the build is not launched the partition's way ("" when it is).
     launch_note = variable(str, value="")
 
+    #: More busy ranks than the cores the nodes really have (partition extras
+    #: cores, shared_cores): the values measure the OS scheduler, so they are
+    #: reported but not checked against references. Such cases are tagged
+    #: `oversubscribed` (the quick mode leaves them out).
+    oversubscribed = variable(bool, value=False)
+
+    #: What this build's hangs (jobs ending TIMEOUT) may cost the session; each
+    #: test case's time limit is cut to what is left (rfm/hang_budget.py).
+    #: e.g. "3m", "1h30m", "0" (no budget); "" = hang_budget.DEFAULT.
+    hang_budget = variable(str, value="")
+
     #: Bytes through the first node's network interfaces (all but lo) while the
     #: program ran; -1 = not measured (only partitions with extras net_counters).
     net_bytes = variable(int, value=-1)
@@ -84,6 +101,16 @@ class BuildCheck(rfm.RegressionTestPlugin):
         self.num_tasks = self.placement.ranks
         self.num_tasks_per_node = self.placement.ppn
         self.tags.add(self.placement.name)
+        if oversubscribing_partitions(self.main_placement):
+            self.tags.add("oversubscribed")
+
+    @run_after("setup")
+    def _machine_limits(self):
+        part = self.current_partition
+        self.oversubscribed = oversubscribes(part, self.main_placement)
+        pending = part.extras.get("max_pending_time")
+        if pending and self.max_pending_time is None:
+            self.max_pending_time = pending  # e.g. the emulated cluster: minutes, not days
 
     @run_after("setup")
     def _record_build(self):
@@ -102,6 +129,8 @@ class BuildCheck(rfm.RegressionTestPlugin):
         # `mpimatrix run` sets it to results/references). Without a prefix, the
         # project's results/references. A system, build or benchmark without an
         # entry runs and reports without a check.
+        if self.oversubscribed:
+            return  # measures the OS scheduler: reported, never gated
         name = f"{self.current_system.name}.yaml"
         prefix = runtime().get_option("general/0/reference_prefix")
         path = os.path.join(prefix or references_dir(), name)
@@ -159,6 +188,11 @@ class BuildCheck(rfm.RegressionTestPlugin):
             launcher = self.job.launcher = BuildMpiexecLauncher()
         launcher.argv = own_launcher_argv(self.build, self.main_placement)
 
+    @run_before("run")
+    def _within_hang_budget(self):
+        self.time_limit = hang_budget.time_limit(self.build.name, self.hang_budget,
+                                                 self.time_limit)
+
     @run_before("run", always_last=True)
     def _bracket_with_net_counters(self):
         if self.current_partition.extras.get("net_counters"):
@@ -174,11 +208,23 @@ class BuildCheck(rfm.RegressionTestPlugin):
             self.hosts = nodes
         self.net_bytes = job_outcome.net_bytes(self.stdout_text())
         stderr = self.stderr_text()
+        if "TIMEOUT" in str(self.job.state):
+            hang_budget.record_hang(self.build.name, f"{self.display_name} @"
+                                    f"{self.current_partition.fullname}",
+                                    self.job.time_limit or 0)
         if job_outcome.bad_end(self.job.state) or job_outcome.node_failure(stderr):
-            raise SanityError(f"{self.build.name} {self.placement.name}: "
-                              + job_outcome.failure_reason(
-                                  self.job.jobid, self.job.state, nodes, stderr,
-                                  results_complete=self.results_complete()))
+            raise SanityError(self.failure_message([job_outcome.failure_reason(
+                self.job.jobid, self.job.state, nodes, stderr,
+                results_complete=self.results_complete())]))
+
+    def failure_message(self, problems: list[str]) -> str:
+        """'<build> <placement>: <a rank's crash, if any>; <problems>': the cause first
+        ('' without problems)."""
+        if not problems:
+            return ""
+        crash = crash_report(self.stderr_text() + "\n" + self.stdout_text())
+        return f"{self.build.name} {self.placement.name}: " + "; ".join(
+            [crash, *problems] if crash else problems)
 
     def parse_output(self):
         """The program's output, parsed (checks override this)."""
