@@ -58,7 +58,7 @@ def cmd_install_pypi_mpis(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return run_session(args.mode, args.only, args.reframe_args)
+    return run_session(args.mode, args.only, args.reframe_args, args.partition)
 
 
 def sessions_from_args(args) -> list[dict]:
@@ -117,6 +117,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", default="quick", help="ReFrame mode: quick (default), full, ...")
     s.add_argument("--only", action="append", metavar="REGEX",
                    help="run only the builds whose name matches (repeatable)")
+    s.add_argument("--partition", action="append", metavar="REGEX",
+                   help="run only on the partitions whose system:partition matches "
+                   "(repeatable; works with --mode, unlike ReFrame's -p)")
     s.add_argument("reframe_args", nargs=argparse.REMAINDER,
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)

@@ -23,6 +23,25 @@ def perf_text(tc: dict) -> str:
     return " ".join(parts)
 
 
+#: Columns of the table; the last one (values or failure reason) is not padded.
+HEADER = ["build", "check", "partition", "placement", "result", "nodes", "values / reason"]
+#: After a placement that puts more busy ranks than cores on its nodes.
+OVERSUBSCRIBED = " (oversubscribed)"
+
+
+def placement_label(tc: dict) -> str:
+    label = str(tc.get("placement", ""))
+    return label + OVERSUBSCRIBED if tc.get("oversubscribed") is True else label
+
+
+def failure_text(tc: dict) -> str:
+    """'[phase] reason', without the '<build> <placement>: ' the columns already show."""
+    reason = (tc.get("fail_reason") or "").replace("\n", " ")
+    for prefix in (f"{build_label(tc)} {tc.get('placement', '')}: ",):
+        reason = reason.replace(prefix, "", 1)
+    return f"[{tc.get('fail_phase')}] {reason}"
+
+
 def rows(session: dict) -> list[list[str]]:
     out = []
     for tc in testcases([session]):
@@ -31,14 +50,13 @@ def rows(session: dict) -> list[list[str]]:
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
         if result in ("fail", "abort"):
-            reason = (tc.get("fail_reason") or "").replace("\n", " ")
-            detail = f"[{tc.get('fail_phase')}] {reason}"
+            detail = failure_text(tc)
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
         if isinstance(hosts, str) or hosts == "<undefined>":
             hosts = [hosts]
-        out.append([build_label(tc), check_label(tc), str(tc.get("placement", "")), result,
-                    ",".join(h for h in hosts if h), detail])
-    out.sort(key=lambda r: (r[0], r[1], r[2]))
+        out.append([build_label(tc), check_label(tc), str(tc.get("partition", "")),
+                    placement_label(tc), result, ",".join(h for h in hosts if h), detail])
+    out.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     return out
 
 
@@ -61,13 +79,16 @@ def regressions(session: dict) -> list[str]:
 
 
 def format_table(session: dict, width: int = 200) -> str:
-    header = ["build", "check", "placement", "result", "nodes", "values / reason"]
+    """One line per test case, cut at `width` characters; a failure's line is never
+    cut: its reason names the cause."""
     data = rows(session)
-    widths = [max(len(r[i]) for r in [header, *data]) for i in range(5)]
+    n = len(HEADER) - 1
+    widths = [max(len(r[i]) for r in [HEADER, *data]) for i in range(n)]
     lines = []
-    for r in [header, *data]:
-        head = "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False))
-        lines.append(f"{head}  {r[5]}"[:width])
+    for r in [HEADER, *data]:
+        head = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False))
+        line = f"{head}  {r[n]}"
+        lines.append(line if r[n - 2] in ("fail", "abort") else line[:width])
     regs = regressions(session)
     if regs:
         lines.append("")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -13,7 +12,9 @@ from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir
 from ..results import summary
 from ..results.sessions import load_report
+from . import progress
 from .reframe_cmd import reframe_cmd
+from .selection import name_patterns, osu_note, select_partitions
 
 #: Variables naming files or directories: made absolute before ReFrame starts
 #: (ReFrame loads the configuration from site_config/, not from the caller's cwd).
@@ -51,21 +52,28 @@ def link_latest(report: Path) -> None:
     tmp.replace(latest)
 
 
-def run_session(mode: str, only: list[str] | None, reframe_args: list[str]) -> int:
+def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
+                partitions: list[str] | None = None) -> int:
     absolute_path_variables()
     os.environ.setdefault("RFM_REFERENCE_PREFIX", str(references_dir()))
     if only:
         os.environ[ONLY_ENV] = "\n".join(only)
         only_patterns()  # a bad regular expression stops here, with its name
+    select_partitions(partitions)
+    osu = osu_note()
     report_file = report_path(mode)
     reports_dir().mkdir(parents=True, exist_ok=True)
     cmd = reframe_cmd("--mode", mode, "-r", "--report-file", str(report_file),
-                      "--session-extras", session_extras(), *reframe_args)
+                      "--session-extras", session_extras(), *name_patterns(reframe_args))
     print("+ " + " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd)
+    if osu:
+        print(osu, flush=True)
+    rc = progress.call(cmd)
     if report_file.exists():
         print()
         print(summary.format_table(load_report(report_file)))
+        if osu:
+            print(osu)
         link_latest(report_file)
         print(f"report: {report_file}")
     else:
