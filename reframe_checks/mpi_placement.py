@@ -22,6 +22,7 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     descr = "MPI launch/placement sanity"
     sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+mpi"]
+    checks_launch = True  # runs on every partition, also in the quick modes
     probes = fixture(ProbeBuild, scope="environment")
     tags = {"quick", "sanity", "placement"}
     library = variable(str, value="")

@@ -30,6 +30,7 @@ from .launch import (
 )
 from .placements import (
     hosting_partitions,
+    one_per_node_set,
     oversubscribes,
     oversubscribing_partitions,
     runtime_placements,
@@ -76,12 +77,23 @@ class BuildCheck(rfm.RegressionTestPlugin):
     #: e.g. "3m", "1h30m", "0" (no budget); "" = hang_budget.DEFAULT.
     hang_budget = variable(str, value="")
 
+    #: Run on every partition that hosts the placement, also on one that only
+    #: launches differently on the same nodes as another (partition extras
+    #: same_nodes_as). The quick modes set it false: there the benchmarks run
+    #: once per node set, while the checks of the launch itself (checks_launch)
+    #: run on every partition.
+    every_launcher = variable(typ.Bool, value=True)
+
     #: Bytes through the first node's network interfaces (all but lo) while the
     #: program ran; -1 = not measured (only partitions with extras net_counters).
     net_bytes = variable(int, value=-1)
 
     #: Written by hostname_probe_cmd(): one line per rank.
     HOSTS_FILE = "rank_hosts.txt"
+
+    #: Whether this check is about how ranks are launched (it then runs on every
+    #: partition, whatever every_launcher says).
+    checks_launch = False
 
     @property
     def build(self) -> BuildRecord:
@@ -97,6 +109,8 @@ class BuildCheck(rfm.RegressionTestPlugin):
         # An MPI that hangs (e.g. in MPI_Finalize) must not stall the session.
         self.time_limit = "10m"
         hosting = hosting_partitions(self.placement)
+        if hosting is not None and not (self.every_launcher or self.checks_launch):
+            hosting = one_per_node_set(hosting)
         self.valid_systems = [f"+{self.placement.feature}"] if hosting is None else hosting
         self.num_tasks = self.placement.ranks
         self.num_tasks_per_node = self.placement.ppn
@@ -190,8 +204,11 @@ class BuildCheck(rfm.RegressionTestPlugin):
 
     @run_before("run")
     def _within_hang_budget(self):
+        local = self.current_partition.scheduler.registered_name == "local"
         self.time_limit = hang_budget.time_limit(self.build.name, self.hang_budget,
-                                                 self.time_limit)
+                                                 self.time_limit, unit=1 if local else 60)
+        hang_budget.watch(self.build.name, f"{self.display_name} @"
+                          f"{self.current_partition.fullname}", self.job)
 
     @run_before("run", always_last=True)
     def _bracket_with_net_counters(self):
@@ -208,10 +225,6 @@ class BuildCheck(rfm.RegressionTestPlugin):
             self.hosts = nodes
         self.net_bytes = job_outcome.net_bytes(self.stdout_text())
         stderr = self.stderr_text()
-        if "TIMEOUT" in str(self.job.state):
-            hang_budget.record_hang(self.build.name, f"{self.display_name} @"
-                                    f"{self.current_partition.fullname}",
-                                    self.job.time_limit or 0)
         if job_outcome.bad_end(self.job.state) or job_outcome.node_failure(stderr):
             raise SanityError(self.failure_message([job_outcome.failure_reason(
                 self.job.jobid, self.job.state, nodes, stderr,

@@ -76,3 +76,13 @@ def oversubscribing_partitions(placement: Placement) -> list[str]:
     parts = current_partitions() or []
     return [p.fullname for p in parts
             if can_host(partition_shape(p), placement) and oversubscribes(p, placement)]
+
+
+def one_per_node_set(names: list[str]) -> list[str]:
+    """The partitions of `names` without those that only launch differently on the
+    same nodes as another one of them (extras same_nodes_as: that partition's name)."""
+    parts = {p.fullname: p for p in current_partitions() or []}
+    def twin(name: str) -> str:
+        other = (getattr(parts.get(name), "extras", None) or {}).get("same_nodes_as", "")
+        return f"{name.split(':')[0]}:{other}" if other else ""
+    return [n for n in names if twin(n) not in names]

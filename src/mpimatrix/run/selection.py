@@ -49,6 +49,16 @@ def name_patterns(args: list[str]) -> list[str]:
     return out
 
 
+def ignored_under_mode(args: list[str]) -> str:
+    """A warning when ReFrame arguments hold `-p`, which ReFrame 4.10 ignores under
+    --mode ('' otherwise)."""
+    if any(a.startswith("--prgenv") or (a.startswith("-p") and not a.startswith("--"))
+           for a in args):
+        return ("mpimatrix: WARNING: ReFrame ignores -p/--prgenv under --mode (4.10): use "
+                "`mpimatrix run --only REGEX` to choose builds")
+    return ""
+
+
 def osu_note(bs: BuildSet | None = None) -> str:
     """Why some or all builds get no OSU test case ('' when every build has OSU)."""
     bs = bs or load_builds()

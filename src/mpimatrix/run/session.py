@@ -14,7 +14,7 @@ from ..results import summary
 from ..results.sessions import load_report
 from . import progress
 from .reframe_cmd import reframe_cmd
-from .selection import name_patterns, osu_note, select_partitions
+from .selection import ignored_under_mode, name_patterns, osu_note, select_partitions
 
 #: Variables naming files or directories: made absolute before ReFrame starts
 #: (ReFrame loads the configuration from site_config/, not from the caller's cwd).
@@ -66,8 +66,9 @@ def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
     cmd = reframe_cmd("--mode", mode, "-r", "--report-file", str(report_file),
                       "--session-extras", session_extras(), *name_patterns(reframe_args))
     print("+ " + " ".join(cmd), flush=True)
-    if osu:
-        print(osu, flush=True)
+    for note in (ignored_under_mode(reframe_args), osu):
+        if note:
+            print(note, flush=True)
     rc = progress.call(cmd)
     if report_file.exists():
         print()

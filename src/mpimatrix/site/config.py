@@ -37,10 +37,12 @@ PERFVAR_FORMAT = (
 # and every partition allows one job at a time.
 SERIAL = ["--exec-policy=serial"]
 # The quick modes stay quick: no layout with more busy ranks than cores (its
-# values measure the OS scheduler, and it is slow), and a build that hangs
-# costs the session at most 3 minutes (rfm/hang_budget.py).
+# values measure the OS scheduler, and it is slow), the benchmarks once per node
+# set (not again on a partition that only launches differently; the placement
+# and latency checks run on every partition), and a build that hangs costs the
+# session at most 3 minutes (rfm/hang_budget.py).
 QUICK = ["--tag=quick", "--exclude-tag=oversubscribed", "--setvar=profile=quick",
-         "--setvar=hang_budget=3m"]
+         "--setvar=every_launcher=false", "--setvar=hang_budget=3m"]
 
 MODES = [
     # The README's main job: sanity on every build, a representative IMB/OSU

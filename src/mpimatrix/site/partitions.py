@@ -17,20 +17,14 @@ import re
 import socket
 
 from ..builds.record import BuildError
+from ..builds.sources import regex_lines
 
 PARTITIONS_ENV = "MPIMATRIX_PARTITIONS"
 
 
 def partition_patterns(text: str | None = None) -> list[re.Pattern]:
     text = os.environ.get(PARTITIONS_ENV, "") if text is None else text
-    out = []
-    for p in (line.strip() for line in text.splitlines() if line.strip()):
-        try:
-            out.append(re.compile(p))
-        except re.error as err:
-            raise BuildError(f"--partition / {PARTITIONS_ENV}: {p!r} is not a regular "
-                             f"expression ({err})") from None
-    return out
+    return regex_lines(text, f"--partition / {PARTITIONS_ENV}")
 
 
 def full_names(system: dict) -> list[str]:

@@ -31,7 +31,8 @@ MAX_PENDING = "5m"
 
 
 def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
-              lay: Layout) -> dict:
+              lay: Layout, same_nodes_as: str = "") -> dict:
+    extras = {"same_nodes_as": same_nodes_as} if same_nodes_as else {}
     return {
         "name": name,
         "descr": descr,
@@ -49,7 +50,7 @@ def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
         # max_pending_time bounds what a job stuck in the queue can cost.
         "extras": {"nodes": nodes, "cores": NODE_CPUS, "shared_cores": os.cpu_count() or 1,
                    "max_pending_time": MAX_PENDING, "cluster_dir": str(lay.dir),
-                   "net_counters": True},
+                   "net_counters": True, **extras},
     }
 
 
@@ -66,7 +67,7 @@ def system(envs: list[str], nodes: int, directory=None) -> dict:
             partition("compute", "srun direct launch, PMI per build", SRUN, nodes, envs,
                       lay),
             partition("compute_mpirun", "the build's mpirun/mpiexec inside the allocation",
-                      BUILD_MPIEXEC, nodes, envs, lay),
+                      BUILD_MPIEXEC, nodes, envs, lay, same_nodes_as="compute"),
         ],
     }
 
