@@ -591,6 +591,8 @@ def test_dead_node_never_stalls_the_session(buildset, tmp_path):
             assert not {"node1", "node4"} & set(tc["job_nodelist"]), tc["job_nodelist"]
         # a job from outside it holds node1 for 15 min: the session did not wait for it
         assert after_kill < 240 and took < 420, (after_kill, took)
+        print(f"session {took:.0f} s, {after_kill:.0f} s after the kill; 4x1: "
+              f"{queued['fail_reason']}; 4x2: {later['fail_reason']}")
         assert len(_stored_cases(results, data["session_info"]["uuid"])) == 4
         # `cluster up` over the degraded cluster: not over work in head, unless --force
         work = subprocess.Popen(cluster.command(lay, "head", ["sleep", "300"]))
