@@ -13,9 +13,17 @@ import shlex
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import (
+    fixture,
+    parameter,
+    run_after,
+    run_before,
+    sanity_function,
+    variable,
+)
 
 from mpimatrix.rfm.build_check import BuildCheck
+from mpimatrix.rfm.fixtures import ProbeBuild
 from mpimatrix.rfm.perf import CataloguePerformance
 from mpimatrix.suites.common import metric_value
 from mpimatrix.suites.imb import output as imb_output
@@ -29,6 +37,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+imb"]
     benchmark = parameter([b.key for b in CATALOGUE])
+    probes = fixture(ProbeBuild, scope="environment")
 
     #: The whole size curve of every table of this benchmark (run record): per
     #: table ("default", or the RMA mode), rows of size and canonical columns.
@@ -52,9 +61,14 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         self.executable = shlex.quote(os.path.join(imb.bin_dir, self.bench.binary))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]
-        self.executable_opts = [self.bench.name, "-msglen", "imb_msglen.txt",
-                                *ITERATIONS[self.profile], "-npmin", str(self.placement.ranks)]
+        # MPIMATRIX_IMB_ITERATIONS replaces the profile's -iter/-time, for experiments
+        # (benchmarks/noise_sources.py compares settings).
+        iterations = shlex.split(os.environ.get("MPIMATRIX_IMB_ITERATIONS", "")) or \
+            ITERATIONS[self.profile]
+        self.executable_opts = [self.bench.name, "-msglen", "imb_msglen.txt", *iterations,
+                                "-npmin", str(self.placement.ranks)]
         self.use_benchmark(imb)
+        self.inject_into_benchmark(self.probes.path(ProbeBuild.INJECTOR))
 
     def parse_output(self):
         return imb_output.parse(self.stdout_text(), self.stderr_text())

@@ -32,7 +32,7 @@ from reframe.core.builtins import (
 
 from mpimatrix.builds.osu_install import find_binary
 from mpimatrix.rfm.build_check import BuildCheck
-from mpimatrix.rfm.fixtures import OsuFromSource
+from mpimatrix.rfm.fixtures import OsuFromSource, ProbeBuild
 from mpimatrix.rfm.perf import CataloguePerformance
 from mpimatrix.suites.common import metric_value, stderr_tail
 from mpimatrix.suites.osu import output as osu_output
@@ -51,6 +51,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     valid_prog_environs = ["+osu"]
     benchmark = parameter([b.name for b in CATALOGUE])
     osu = fixture(OsuFromSource, scope="environment")
+    probes = fixture(ProbeBuild, scope="environment")
 
     #: The whole table: {"default": rows of size and canonical columns}.
     curve = variable(typ.Dict[str, typ.List[typ.Dict[str, float]]], value={})
@@ -118,6 +119,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         osu = self.build.benchmarks.get("osu")
         if osu is not None:
             self.use_benchmark(osu)
+        self.inject_into_benchmark(self.probes.path(ProbeBuild.INJECTOR))
         self.prerun_cmds = [*self.prerun_cmds, self.hostname_probe_cmd()]
 
     def parse_output(self):

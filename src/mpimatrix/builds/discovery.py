@@ -18,10 +18,10 @@ import subprocess
 from pathlib import Path
 
 from ..paths import pypi_mpi_root
-from ..shell import literal
+from ..shell import literal, printable
 from .families import FAMILIES
 from .osu_install import installed_osu
-from .record import BenchmarkInstall, BuildRecord, Skipped, why_unusable
+from .record import BenchmarkInstall, BuildError, BuildRecord, Skipped, why_unusable
 
 # Debian names MPICH's library libmpich.so.12; the MPICH ABI name is libmpi.so.12.
 DEBIAN_LIBMPICH = "/usr/lib/x86_64-linux-gnu/libmpich.so.12"
@@ -82,6 +82,11 @@ def debian_builds(bindir: str = "/usr/bin") -> tuple[list[BuildRecord], list[Ski
 
 
 def _keep_or_skip(rec: BuildRecord, builds: list, skipped: list, fix: str) -> None:
+    try:
+        rec.check_fields("discovery")  # names come from version strings on disk
+    except BuildError as err:
+        skipped.append(Skipped(printable(rec.name, 60), str(err)))
+        return
     why = why_unusable(rec)
     if why:
         skipped.append(Skipped(rec.name, "; ".join(why) + f" (fix: {fix})"))

@@ -6,17 +6,19 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 from ..builds.record import BuildError
 from ..builds.sources import load_builds
-from ..paths import references_dir, reports_dir
-from ..results import references, summary
-from ..results.sessions import SessionError, load_report
+from ..reference_file import ReferenceFileError
+from ..results import summary
+from ..results.references import BlessError
+from ..results.sessions import SessionError
+from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
+from ..run.lock import StoreBusy
 from ..run.session import run_session
-from ..run.stored import stored_sessions
-from . import cluster, osu_build, spack
+from . import bless, changes, cluster, osu_build, spack
+from .session_args import sessions_from_args
 
 
 def cmd_builds(args) -> int:
@@ -58,46 +60,14 @@ def cmd_install_pypi_mpis(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return run_session(args.mode, args.only, args.reframe_args, args.partition)
-
-
-def sessions_from_args(args) -> list[dict]:
-    sessions = [load_report(Path(p)) for p in args.report or []]
-    sessions += stored_sessions(args.session or [])
-    if not args.report and not args.session:
-        latest = reports_dir() / "latest.json"
-        if not latest.exists():
-            raise SessionError("give --session UUID or --report FILE (no "
-                               f"{latest} yet: run `mpimatrix run` first)")
-        sessions = [load_report(latest)]
-    return sessions
+    return run_session(args.mode, args.only, args.reframe_args,
+                       confirm_repeats=0 if args.no_confirm else args.confirm_repeats,
+                       wait=not args.no_wait, partitions=args.partition)
 
 
 def cmd_report(args) -> int:
     for s in sessions_from_args(args):
         print(summary.format_table(s, width=args.width))
-    return 0
-
-
-def cmd_bless(args) -> int:
-    sessions = sessions_from_args(args)
-    system = args.system
-    if system is None:
-        systems = {tc.get("system") for tc in references.testcases(sessions)}
-        if len(systems) != 1:
-            raise SystemExit(f"mpimatrix: sessions cover systems {sorted(systems)}; "
-                             "choose one with --system")
-        system = systems.pop()
-    out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
-    try:
-        existing = {} if args.replace else references.read(out)
-        refs = references.build_references(sessions, args.tolerance, system, existing)
-    except references.BlessError as err:
-        raise SystemExit(f"mpimatrix bless: {err}") from None
-    references.write(refs, out)
-    n = sum(len(k) for c in refs.values() for p in c.values() if isinstance(p, dict)
-            for k in p.values() if isinstance(k, dict))
-    print(f"wrote {out} ({n} reference entries, tolerance {args.tolerance:.0%})")
     return 0
 
 
@@ -120,28 +90,25 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--partition", action="append", metavar="REGEX",
                    help="run only on the partitions whose system:partition matches "
                    "(repeatable; works with --mode, unlike ReFrame's -p)")
+    s.add_argument("--confirm-repeats", type=int, default=3, metavar="N",
+                   help="samples to take again of a value outside its tolerance, before "
+                   "calling it a regression (default 3)")
+    s.add_argument("--no-confirm", action="store_true",
+                   help="no confirmation: a value outside its tolerance is a regression")
+    s.add_argument("--no-wait", action="store_true",
+                   help="if another `mpimatrix run` uses the results store, stop (exit 3) "
+                   "instead of waiting for it")
     s.add_argument("reframe_args", nargs=argparse.REMAINDER,
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for name, func, hlp in (("report", cmd_report, "summarise a run"),
-                            ("bless", cmd_bless, "write references from stored runs")):
-        s = sub.add_parser(name, help=hlp)
-        s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
-        s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
-        s.set_defaults(func=func)
-        if name == "bless":
-            s.add_argument("--system", help="system to bless (default: the sessions' one)")
-            s.add_argument("--tolerance", type=float, default=0.3,
-                           help="allowed relative deviation (default 0.3 = 30%%)")
-            s.add_argument("--output", help="reference file (default "
-                           "results/references/<system>.yaml)")
-            s.add_argument("--replace", action="store_true",
-                           help="start from scratch instead of updating the file")
-        else:
-            s.add_argument("--width", type=int, default=200)
+    s = sub.add_parser("report", help="summarise a run")
+    s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
+    s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
+    s.add_argument("--width", type=int, default=200)
+    s.set_defaults(func=cmd_report)
 
-    for module in (cluster, spack, osu_build):
+    for module in (bless, changes, cluster, spack, osu_build):
         module.register(sub)
     return p
 
@@ -152,9 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         args.reframe_args = args.reframe_args[1:]
     try:
         return args.func(args)
-    except (BuildError, SessionError) as err:
+    except (BuildError, SessionError, ReferenceFileError, BlessError, InjectError) as err:
         print(f"mpimatrix: {err}", file=sys.stderr)
         return 2
+    except StoreBusy as err:
+        print(f"mpimatrix: {err}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

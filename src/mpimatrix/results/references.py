@@ -1,105 +1,203 @@
-"""Write performance references from stored runs ("bless").
+"""Write performance references from stored sessions ("bless").
 
-The output is ReFrame's external reference format (4.10+), one file per system:
-
-    ImbCheck:
-      $index: ['$partition', '$environ', 'ref_key']
-      local:default:
-        mpich-4_0_2-debian:
-          MPI1:PingPong@intranode:
-            latency_8B: [0.41, null, 0.3, us]
-            bandwidth_4MiB: [11253.7, -0.3, null, MB/s]
-
+Per value: the median over the sessions given, a robust spread, the number of
+samples, and a tolerance derived from the spread with a floor (statistics.py).
 Times get an upper tolerance only (slower is a regression), rates and
-percentages a lower one. The median over the given sessions is the reference.
+percentages a lower one. A value too noisy to gate is written with unbounded
+thresholds (ReFrame reports it, never fails it) and the reason.
+
+The ReFrame file keeps its comments and every hand-set entry: an entry whose
+thresholds differ from what bless wrote last time (the statistics file says) was
+edited by hand, so only its reference value is renewed; `$xfail` entries stay.
+Both files are written atomically.
 """
 
 from __future__ import annotations
 
-import statistics
+import io
+import math
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..atomic import atomic_write
-from .sessions import HIGHER_IS_BETTER_UNITS, testcases
+from ..reference_file import INDEX, load_references, stats_path
+from .sessions import perf_values, testcases
+from .statistics import ValueStats, round_sig, value_stats
 
-INDEX = ["$partition", "$environ", "ref_key"]
+HEADER = ("# Performance references (ReFrame external reference format, $ref), written by\n"
+          "# `mpimatrix bless`; the statistics behind each tolerance are in the .stats.yaml\n"
+          "# file beside this one. Hand edits (tolerances, $xfail) are kept by later blesses.\n")
 
 
 class BlessError(Exception):
     pass
 
 
+@dataclass
+class Samples:
+    unit: str
+    higher_is_better: bool
+    values: list[float] = field(default_factory=list)
+    excluded: str = ""  # why this value is never gated (e.g. an oversubscribed placement)
+
+
+def blessable(tc: dict) -> bool:
+    """Test cases whose values are measurements: passed, or failed only their references."""
+    return tc.get("result") == "pass" or tc.get("fail_phase") == "performance"
+
+
 def collect(sessions: list[dict], system: str | None = None) -> dict:
-    """{test class: {partition: {environ: {ref_key: {var: ([values], unit)}}}}}"""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: defaultdict(dict))))
+    """{test class: {partition: {environ: {ref_key: {var: Samples}}}}}"""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     for tc in testcases(sessions):
-        if tc.get("result") != "pass" or not tc.get("perfvalues"):
+        key = tc.get("ref_key")
+        if not blessable(tc) or not key or key == "<undefined>":
             continue
         if system and tc.get("system") != system:
             continue
         cls = tc["name"].split()[0]
-        key = tc.get("ref_key")
-        if not key or key == "<undefined>":
-            continue
         part = f"{tc['system']}:{tc['partition']}"
-        for fullvar, pv in tc["perfvalues"].items():
-            var = fullvar.rsplit(":", 1)[-1]
-            value, unit = pv[0], pv[4]
-            if value is None:
+        for pv in perf_values(tc):
+            if pv.value is None or not math.isfinite(pv.value):
                 continue
-            slot = acc[cls][part][tc["environ"]][key].setdefault(var, ([], unit))
-            slot[0].append(float(value))
+            slot = acc[cls][part][tc["environ"]].setdefault(key, {}).setdefault(
+                pv.var, Samples(pv.unit, pv.higher_is_better))
+            slot.values.append(float(pv.value))
+            if tc.get("oversubscribed") is True:
+                slot.excluded = "oversubscribed placement: it measures the OS scheduler"
     return acc
 
 
-def reference_tuple(values: list[float], unit: str, tolerance: float) -> list:
-    ref = statistics.median(values)
-    ref = float(f"{ref:.4g}")
-    if unit in HIGHER_IS_BETTER_UNITS:
-        return [ref, -tolerance, None, unit]
-    return [ref, None, tolerance, unit]
+def thresholds(stats: ValueStats, higher_is_better: bool) -> tuple[float | None, float | None]:
+    if not stats.gated:
+        return None, None
+    tol = round(stats.tolerance, 4)
+    return (-tol, None) if higher_is_better else (None, tol)
 
 
-def build_references(sessions: list[dict], tolerance: float, system: str | None = None,
-                     existing: dict | None = None) -> dict:
-    if not 0 < tolerance < 10:
-        raise BlessError(f"tolerance {tolerance} must be a fraction such as 0.3 (30%)")
+def _node(tree, *keys):
+    for k in keys:
+        if k not in tree or not isinstance(tree[k], dict):
+            tree[k] = CommentedMap()
+        tree = tree[k]
+    return tree
+
+
+@dataclass
+class Blessed:
+    refs: CommentedMap
+    stats: dict
+    gated: int = 0
+    not_gated: list[str] = field(default_factory=list)
+    kept_by_hand: list[str] = field(default_factory=list)
+
+
+def bless(sessions: list[dict], floor: float, system: str | None, refs: CommentedMap,
+          old_stats: dict) -> Blessed:
+    if not 0 < floor < 1:
+        raise BlessError(f"tolerance floor {floor} must be a fraction between 0 and 1, such as "
+                         "0.1 (10 %): ReFrame's lower thresholds cannot go below -1")
     acc = collect(sessions, system)
     if not acc:
-        raise BlessError("no passing test case with performance values in the given "
-                         "session(s)" + (f" for system {system!r}" if system else ""))
-    out = dict(existing or {})
+        raise BlessError("no test case with performance values in the given session(s)"
+                         + (f" for system {system!r}" if system else ""))
+    out = Blessed(refs, {k: v for k, v in old_stats.items()})
     for cls, parts in acc.items():
-        entry = out.setdefault(cls, {"$index": list(INDEX)})
-        if entry.get("$index") != INDEX:
-            raise BlessError(f"existing references for {cls} use $index {entry.get('$index')}, "
+        entry = _node(out.refs, cls)
+        entry.setdefault("$index", flow(list(INDEX)))
+        if list(entry["$index"]) != INDEX:
+            raise BlessError(f"existing references for {cls} use $index {entry['$index']}, "
                              f"expected {INDEX}; move the file away and bless again")
         for part, envs in parts.items():
             for env, keys in envs.items():
                 for key, pvars in keys.items():
-                    slot = entry.setdefault(part, {}).setdefault(env, {}).setdefault(key, {})
-                    for var, (values, unit) in pvars.items():
-                        slot[var] = reference_tuple(values, unit, tolerance)
+                    for var, samples in pvars.items():
+                        _bless_value(out, (cls, part, env, key, var), samples, floor)
     return out
 
 
-def write(refs: dict, path: Path) -> None:
-    """Write the references atomically: readers see the old file or the new one."""
-    header = ("# Performance references (ReFrame external reference format, $ref).\n"
-              "# Written by `mpimatrix bless`; edit tolerances by hand if needed.\n")
-    atomic_write(path, header + yaml.safe_dump(refs, sort_keys=True, width=100))
+def _bless_value(out: Blessed, path: tuple, samples: Samples, floor: float) -> None:
+    cls, part, env, key, var = path
+    stats = value_stats(samples.values, floor)
+    if samples.excluded:
+        stats.gated, stats.reason = False, samples.excluded
+    lower, upper = thresholds(stats, samples.higher_is_better)
+    slot = _node(out.refs, cls, part, env, key)
+    old = slot.get(var)
+    old_stat = out.stats.get(cls, {}).get(part, {}).get(env, {}).get(key, {}).get(var)
+    label = f"{env} {key} {var}"
+    new = [round_sig(stats.median), lower, upper, samples.unit]
+    if isinstance(old, list) and old[:1] == ["$xfail"]:
+        old[2][0] = new[0]
+        new = old
+        out.kept_by_hand.append(f"{label}: $xfail entry kept, reference renewed")
+    elif isinstance(old, list) and len(old) == 4 and old_stat is not None and (
+            old_stat.get("hand_set") or
+            [plain(x) for x in old[1:3]] != list(old_stat.get("thresholds", old[1:3]))):
+        new = [new[0], old[1], old[2], samples.unit]
+        out.kept_by_hand.append(f"{label}: hand-set thresholds {old[1]}, {old[2]} kept")
+    slot[var] = flow(new)
+    record = stats.to_dict()
+    if out.kept_by_hand and out.kept_by_hand[-1].startswith(f"{label}: hand-set"):
+        record["hand_set"] = True
+    record["thresholds"] = [plain(new[1]), plain(new[2])] if new[0] != "$xfail" else [None, None]
+    out.stats.setdefault(cls, {}).setdefault(part, {}).setdefault(env, {}).setdefault(
+        key, {})[var] = record
+    if stats.gated:
+        out.gated += 1
+    else:
+        out.not_gated.append(f"{label}: {stats.reason}")
 
 
-def read(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise BlessError(f"{path}: not valid YAML ({err}); fix or remove it") from None
-    if not isinstance(data, dict):
-        raise BlessError(f"{path}: expected a mapping of test names to references")
-    return data
+# -- files -------------------------------------------------------------------------------------
+def plain(x):
+    """A number read by the round-trip loader as the float or int it is (or None)."""
+    return None if x is None else float(x) if isinstance(x, float) else int(x)
+
+
+def flow(items: list) -> CommentedSeq:
+    """A list written on one line, [0.41, null, 0.15, us], as ReFrame's docs show them."""
+    seq = CommentedSeq(items)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def _yaml() -> YAML:
+    y = YAML()
+    y.width = 100
+    y.indent(mapping=2, sequence=4, offset=2)
+    y.representer.add_representer(
+        type(None), lambda rep, _: rep.represent_scalar("tag:yaml.org,2002:null", "null"))
+    return y
+
+
+def read(path: Path) -> tuple[CommentedMap, dict]:
+    """The reference file (round-trip: comments kept) and its statistics file."""
+    load_references(path)  # checks structure and size, naming the file and key
+    refs = CommentedMap()
+    if path.exists():
+        refs = _yaml().load(path.read_text()) or CommentedMap()
+    stats = {}
+    sp = stats_path(path)
+    if sp.exists():
+        stats = YAML(typ="safe").load(sp.read_text()) or {}
+    return refs, stats
+
+
+def write(blessed: Blessed, path: Path) -> None:
+    """Write both files atomically (the statistics first: a reader of the references
+    never sees thresholds the statistics do not explain)."""
+    buf = io.StringIO()
+    YAML(typ="safe", pure=True).dump(blessed.stats, buf)
+    atomic_write(stats_path(path), "# Statistics behind the tolerances of "
+                 f"{path.name} (mpimatrix bless); not read by ReFrame.\n" + buf.getvalue())
+    buf = io.StringIO()
+    y = _yaml()
+    if not blessed.refs.ca.comment:
+        blessed.refs.yaml_set_start_comment(HEADER.replace("# ", "").rstrip())
+    y.dump(blessed.refs, buf)
+    atomic_write(path, buf.getvalue())

@@ -3,7 +3,7 @@ one line per performance value outside its reference."""
 
 from __future__ import annotations
 
-from ..units import human_size
+from .gate import NOISE, NOT_GATED, REGRESSION, Verdict, verdicts
 from .sessions import build_label, check_label, defined, perf_values, testcases
 
 
@@ -25,6 +25,7 @@ def perf_text(tc: dict) -> str:
 
 #: Columns of the table; the last one (values or failure reason) is not padded.
 HEADER = ["build", "check", "partition", "placement", "result", "nodes", "values / reason"]
+RESULT = HEADER.index("result")
 #: After a placement that puts more busy ranks than cores on its nodes.
 OVERSUBSCRIBED = " (oversubscribed)"
 
@@ -37,19 +38,26 @@ def placement_label(tc: dict) -> str:
 def failure_text(tc: dict) -> str:
     """'[phase] reason', without the '<build> <placement>: ' the columns already show."""
     reason = (tc.get("fail_reason") or "").replace("\n", " ")
-    for prefix in (f"{build_label(tc)} {tc.get('placement', '')}: ",):
-        reason = reason.replace(prefix, "", 1)
+    reason = reason.replace(f"{build_label(tc)} {tc.get('placement', '')}: ", "", 1)
     return f"[{tc.get('fail_phase')}] {reason}"
 
 
-def rows(session: dict) -> list[list[str]]:
+def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]:
+    """One row per test case. A case that failed only its references shows the gate's
+    word for it: "regression" (confirmed) or "noise" (cleared by the confirmation)."""
+    statuses: dict[tuple, set[str]] = {}
+    for v in results or []:
+        statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
     out = []
     for tc in testcases([session]):
         result = tc.get("result", "?")
+        key = (tc.get("environ"), check_label(tc), str(tc.get("placement", "")))
+        if result == "fail" and tc.get("fail_phase") == "performance" and key in statuses:
+            result = REGRESSION if REGRESSION in statuses[key] else NOISE
         detail = perf_text(tc)
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
-        if result in ("fail", "abort"):
+        if result in ("fail", "abort", REGRESSION):
             detail = failure_text(tc)
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
         if isinstance(hosts, str) or hosts == "<undefined>":
@@ -60,42 +68,51 @@ def rows(session: dict) -> list[list[str]]:
     return out
 
 
-def regressions(session: dict) -> list[str]:
-    """One line per performance value outside its reference, naming everything."""
+def regressions(session: dict, results: list[Verdict] | None = None) -> list[str]:
+    """One line per confirmed regression, naming everything (samples, reference,
+    tolerance, change)."""
+    results = verdicts(session) if results is None else results
+    return [v.line() for v in results if v.status == REGRESSION]
+
+
+def gate_lines(results: list[Verdict]) -> list[str]:
+    """What the gate decided beyond the regressions: noise it cleared, values not gated."""
     out = []
-    for tc in testcases([session]):
-        for pv in perf_values(tc):
-            if pv.result != "fail":
-                continue
-            bound = (f"allowed {pv.upper:+.0%}" if pv.upper is not None
-                     else f"allowed {pv.lower:+.0%}" if pv.lower is not None else "")
-            change = f"{(pv.value - pv.ref) / pv.ref:+.0%}" if pv.ref else "n/a"
-            size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
-            out.append(f"REGRESSION {build_label(tc)} {check_label(tc)} "
-                       f"{tc.get('placement', '')} {pv.quantity}{size}: "
-                       f"{fmt_value(pv.value)} {pv.unit} vs reference {fmt_value(pv.ref)} "
-                       f"{pv.unit} ({change}, {bound})")
+    noise = [v for v in results if v.status == NOISE]
+    if noise:
+        out.append(f"{len(noise)} value(s) outside their tolerance once, within it on "
+                   "confirmation (noise): " + ", ".join(
+                       f"{v.build} {v.check} {v.placement} {v.var}" for v in noise[:6])
+                   + (" ..." if len(noise) > 6 else ""))
+    loose = [v for v in results if v.status == NOT_GATED]
+    if loose:
+        out.append(f"{len(loose)} value(s) reported, not gated:")
+        out += [f"  {v.build} {v.check} {v.placement} {v.var}: {v.reason or 'no tolerance'}"
+                for v in loose]
     return out
 
 
-def format_table(session: dict, width: int = 200) -> str:
-    """One line per test case, cut at `width` characters; a failure's line is never
-    cut: its reason names the cause."""
-    data = rows(session)
+def format_table(session: dict, results: list[Verdict] | None = None,
+                 width: int = 200) -> str:
+    """One line per test case, cut at `width` characters, except a failure's: its
+    reason names the cause."""
+    results = verdicts(session) if results is None else results
+    data = rows(session, results)
     n = len(HEADER) - 1
     widths = [max(len(r[i]) for r in [HEADER, *data]) for i in range(n)]
     lines = []
     for r in [HEADER, *data]:
-        head = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False))
-        line = f"{head}  {r[n]}"
-        lines.append(line if r[n - 2] in ("fail", "abort") else line[:width])
-    regs = regressions(session)
-    if regs:
+        line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
+        lines.append(line if r[RESULT] in ("fail", "abort", REGRESSION) else line[:width])
+    extra = [*regressions(session, results), *gate_lines(results)]
+    if extra:
         lines.append("")
-        lines += regs
+        lines += extra
     info = session.get("session_info", {})
-    n, f = info.get("num_cases", len(data)), info.get("num_failures", 0)
+    f = sum(r[RESULT] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
+    gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
-    lines.append(f"{n} test case(s), {f} failure(s), {info.get('num_aborted', 0)} aborted; "
-                 f"session {info.get('uuid', '?')}")
+    lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "
+                 f"value(s), {gated} gated, {len(regressions(session, results))} "
+                 f"regression(s); session {info.get('uuid', '?')}")
     return "\n".join(lines)

@@ -5,39 +5,38 @@ from __future__ import annotations
 
 import os
 import shlex
+from pathlib import Path
 
-import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeError, SanityError
 from reframe.core.runtime import runtime
 
 from ..builds.record import BenchmarkInstall, BuildRecord
 from ..paths import references_dir
 from ..placement import Placement, rank_host_problems
-from ..shell import shell_value
+from ..reference_file import ReferenceFileError, checked_once
+from ..shell import quote_argv, shell_value
 from ..suites.crash import crash_report
-from . import hang_budget, job_outcome
+from . import job_outcome
+from .inject import InjectError, injection_for
 from .launch import (
     BUILD_MPIEXEC,
     SRUN,
     BuildMpiexecLauncher,
+    binds_ranks,
     launch_command,
     own_launcher_argv,
     partition_method,
+    rank_env_options,
     srun_options,
     srun_plugin,
 )
-from .placements import (
-    hosting_partitions,
-    one_per_node_set,
-    oversubscribes,
-    oversubscribing_partitions,
-    runtime_placements,
-)
+from .limits import MachineLimits
+from .placements import hosting_partitions, partition_shape, runtime_placements
 
 
-class BuildCheck(rfm.RegressionTestPlugin):
+class BuildCheck(MachineLimits):
     #: Where ranks go: nodes x ranks per node. One shared parameter for all
     #: checks: intranode, internode, and the collective placements the current
     #: system's partitions can host; a placement runs only on partitions with
@@ -66,19 +65,11 @@ class BuildCheck(rfm.RegressionTestPlugin):
     #: Why the build is not launched the partition's way ("" when it is).
     launch_note = variable(str, value="")
 
-    #: More busy ranks than the cores the nodes really have (partition extras cores,
-    #: shared_cores): reported, never checked against references; tagged
-    #: `oversubscribed` (the quick modes leave such cases out).
-    oversubscribed = variable(bool, value=False)
+    #: "core" when each rank is pinned to a core of its own, else "none".
+    cpu_binding = variable(str, value="none")
 
-    #: What this build's hangs may cost the session (rfm/hang_budget.py): "3m",
-    #: "1h30m", "0" (none); "" = hang_budget.DEFAULT.
-    hang_budget = variable(str, value="")
-
-    #: Also run on a partition that only launches differently on the same nodes as
-    #: another (extras same_nodes_as); the quick modes set it false (checks of the
-    #: launch itself, checks_launch, run on every partition anyway).
-    every_launcher = variable(typ.Bool, value=True)
+    #: The regression injected into this run (MPIMATRIX_INJECT), "" for none.
+    injected = variable(str, value="")
 
     #: Bytes through the first node's network interfaces (all but lo) while the
     #: program ran; -1 = not measured (only partitions with extras net_counters).
@@ -86,10 +77,6 @@ class BuildCheck(rfm.RegressionTestPlugin):
 
     #: Written by hostname_probe_cmd(): one line per rank.
     HOSTS_FILE = "rank_hosts.txt"
-
-    #: Whether this check is about how ranks are launched (it then runs on every
-    #: partition, whatever every_launcher says).
-    checks_launch = False
 
     @property
     def build(self) -> BuildRecord:
@@ -104,23 +91,11 @@ class BuildCheck(rfm.RegressionTestPlugin):
     def _place(self):
         # An MPI that hangs (e.g. in MPI_Finalize) must not stall the session.
         self.time_limit = "10m"
-        hosting = hosting_partitions(self.placement)
-        if hosting is not None and not (self.every_launcher or self.checks_launch):
-            hosting = one_per_node_set(hosting)
+        hosting = self.limit_partitions(hosting_partitions(self.placement))
         self.valid_systems = [f"+{self.placement.feature}"] if hosting is None else hosting
         self.num_tasks = self.placement.ranks
         self.num_tasks_per_node = self.placement.ppn
         self.tags.add(self.placement.name)
-        if oversubscribing_partitions(self.main_placement):
-            self.tags.add("oversubscribed")
-
-    @run_after("setup")
-    def _machine_limits(self):
-        part = self.current_partition
-        self.oversubscribed = oversubscribes(part, self.main_placement)
-        pending = part.extras.get("max_pending_time")
-        if pending and self.max_pending_time is None:
-            self.max_pending_time = pending  # e.g. the emulated cluster: minutes, not days
 
     @run_after("setup")
     def _record_build(self):
@@ -145,6 +120,10 @@ class BuildCheck(rfm.RegressionTestPlugin):
         prefix = runtime().get_option("general/0/reference_prefix")
         path = os.path.join(prefix or references_dir(), name)
         if os.path.isfile(path):
+            try:
+                checked_once(Path(path))
+            except ReferenceFileError as err:
+                raise ReframeError(str(err)) from None
             self.reference = {"$ref": name if prefix else path}
 
     def record_metrics(self, metrics) -> None:
@@ -180,31 +159,44 @@ class BuildCheck(rfm.RegressionTestPlugin):
         a check runs several placements in one allocation)."""
         return self.placement
 
+    def binds(self, placement: Placement) -> bool:
+        return binds_ranks(self.current_partition, placement,
+                           partition_shape(self.current_partition)[1])
+
     def launch_cmd(self, placement: Placement | None = None) -> str:
         """The build's launch command for a placement (default: this test's), as a
         shell string, exactly as the main program is launched."""
-        return launch_command(self.build, placement or self.main_placement, self.launch_method)
+        placement = placement or self.main_placement
+        return launch_command(self.build, placement, self.launch_method, self.binds(placement))
 
     @run_before("run")
     def _launch_with_the_build(self):
         launcher = self.job.launcher
+        bind = self.binds(self.main_placement)
+        self.cpu_binding = "core" if bind else "none"
         if self.launch_method == SRUN:
             plugin, _ = srun_plugin(self.build)
-            launcher.options = [*srun_options(plugin, self.main_placement), *launcher.options]
+            launcher.options = [*srun_options(plugin, self.main_placement, bind),
+                                *launcher.options]
             return
         if partition_method(self.current_partition) == SRUN:
             self.launch_note = srun_plugin(self.build)[1]
         if not isinstance(launcher, BuildMpiexecLauncher):
             launcher = self.job.launcher = BuildMpiexecLauncher()
-        launcher.argv = own_launcher_argv(self.build, self.main_placement)
+        launcher.argv = own_launcher_argv(self.build, self.main_placement, bind)
 
-    @run_before("run")
-    def _within_hang_budget(self):
-        local = self.current_partition.scheduler.registered_name == "local"
-        self.time_limit = hang_budget.time_limit(self.build.name, self.hang_budget,
-                                                 self.time_limit, unit=1 if local else 60)
-        hang_budget.watch(self.build.name, f"{self.display_name} @"
-                          f"{self.current_partition.fullname}", self.job)
+    def inject_into_benchmark(self, injector: str) -> None:
+        """Preload the regression injector into the benchmark's ranks when
+        MPIMATRIX_INJECT names this build (the launcher passes it to the ranks only)."""
+        try:
+            spec = injection_for(self.build.name)
+        except InjectError as err:
+            raise ReframeError(str(err)) from None
+        if spec:
+            self.injected = spec
+            env = {"LD_PRELOAD": injector, "MPIMATRIX_INJECT_SPEC": spec}
+            self.job.launcher.options += quote_argv(
+                rank_env_options(self.build, self.launch_method, env))
 
     @run_before("run", always_last=True)
     def _frame_the_launch(self):

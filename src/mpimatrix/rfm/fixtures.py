@@ -30,19 +30,23 @@ def _build_of(test) -> BuildRecord:
 
 
 class ProbeBuild(rfm.CompileOnlyRegressionTest):
-    """The placement and ping-pong probes, compiled with the build's own wrapper."""
+    """The placement and ping-pong probes and the regression injector (a PMPI
+    library), compiled with the build's own wrapper."""
 
-    descr = "MPI probes (placement, ping-pong) compiled with the build's wrapper"
+    descr = "MPI probes and regression injector compiled with the build's wrapper"
     valid_systems = ["*"]
     valid_prog_environs = ["+mpi"]
     sourcesdir = str(project_root() / "reframe_checks" / "src")
     build_system = "CustomBuild"
     PROBES = ("mpi_placement", "mpi_pingpong")
+    INJECTOR = "libmpimatrix_inject.so"
 
     @run_before("compile")
     def _commands(self):
         cc = self.current_environ.cc
-        self.build_system.commands = [f"{cc} {p}.c -o {p}" for p in self.PROBES]
+        self.build_system.commands = [
+            *(f"{cc} {p}.c -o {p}" for p in self.PROBES),
+            f"{cc} -shared -fPIC -O2 mpimatrix_inject.c -o {self.INJECTOR}"]
 
     def path(self, probe: str) -> str:
         return os.path.join(self.stagedir, probe)

@@ -14,6 +14,7 @@ A build whose PMI cannot go through srun reliably is launched with
 
 from __future__ import annotations
 
+import os
 import shlex
 
 from reframe.core.backends import register_launcher
@@ -24,6 +25,10 @@ from ..builds.record import BuildRecord
 from ..placement import Placement
 from ..shell import quote_argv
 from ..units import version_tuple
+
+#: Overrides the partitions' cpu_binding (core|none), for experiments
+#: (benchmarks/noise_sources.py compares both).
+BINDING_ENV = "MPIMATRIX_CPU_BINDING"
 
 SRUN = "srun"
 BUILD_MPIEXEC = "build-mpiexec"
@@ -62,33 +67,56 @@ def srun_plugin(build: BuildRecord) -> tuple[str, str]:
     return SRUN_PLUGIN_OF_PMI[build.pmi], ""
 
 
-def own_launcher_argv(build: BuildRecord, placement: Placement) -> list[str]:
-    """The build's own mpirun/mpiexec with explicit placement flags."""
+def own_launcher_argv(build: BuildRecord, placement: Placement, bind: bool = False
+                      ) -> list[str]:
+    """The build's own mpirun/mpiexec with explicit placement (and binding) flags."""
     if build.launcher_style == "openmpi":
-        # --bind-to none: emulated nodes share physical cores, and binding two
-        # busy-polling ranks of two "nodes" to the same core stalls them.
+        # Open MPI binds by default: without binding it must be told.
         return [build.launcher, "-np", str(placement.ranks), "--map-by",
-                f"ppr:{placement.ppn}:node", "--bind-to", "none"]
-    return [build.launcher, "-n", str(placement.ranks), "-ppn", str(placement.ppn)]
+                f"ppr:{placement.ppn}:node", "--bind-to", "core" if bind else "none"]
+    binding = ["-bind-to", "core"] if bind else []
+    return [build.launcher, "-n", str(placement.ranks), "-ppn", str(placement.ppn), *binding]
 
 
-def srun_options(plugin: str, placement: Placement) -> list[str]:
+def srun_options(plugin: str, placement: Placement, bind: bool = False) -> list[str]:
     return [f"--mpi={plugin}", f"--nodes={placement.nodes}", f"--ntasks={placement.ranks}",
-            f"--ntasks-per-node={placement.ppn}"]
+            f"--ntasks-per-node={placement.ppn}", *(["--cpu-bind=cores"] if bind else [])]
 
 
-def launch_argv(build: BuildRecord, placement: Placement, method: str) -> list[str]:
+def binds_ranks(partition, placement: Placement, cores: int | None) -> bool:
+    """Pin each rank to a core of its own: where the partition's nodes have a core per
+    rank and their cores are theirs (extras cpu_binding: none on partitions whose
+    nodes share cores, such as the emulated cluster's, where two "nodes" would pin
+    busy-polling ranks to the same core). Unbound ranks are scheduled by the OS, and
+    on a 2-core machine that alone doubled the run-to-run spread of 8 B latencies."""
+    setting = os.environ.get(BINDING_ENV) or (
+        getattr(partition, "extras", None) or {}).get("cpu_binding", "core")
+    return setting == "core" and cores is not None and placement.ppn <= cores
+
+
+def rank_env_options(build: BuildRecord, method: str, env: dict[str, str]) -> list[str]:
+    """Launcher options that set variables in the ranks only (not in the launcher)."""
+    if method == SRUN and srun_plugin(build)[0]:
+        return ["--export=ALL," + ",".join(f"{k}={v}" for k, v in env.items())]
+    if build.launcher_style == "openmpi":
+        return [a for k, v in env.items() for a in ("-x", f"{k}={v}")]
+    return [a for k, v in env.items() for a in ("-genv", k, v)]
+
+
+def launch_argv(build: BuildRecord, placement: Placement, method: str,
+                bind: bool = False) -> list[str]:
     """The whole launch command of a build for a placement with a method."""
     if method == SRUN:
         plugin, _ = srun_plugin(build)
         if plugin:
-            return ["srun", *srun_options(plugin, placement)]
-    return own_launcher_argv(build, placement)
+            return ["srun", *srun_options(plugin, placement, bind)]
+    return own_launcher_argv(build, placement, bind)
 
 
-def launch_command(build: BuildRecord, placement: Placement, method: str) -> str:
+def launch_command(build: BuildRecord, placement: Placement, method: str,
+                   bind: bool = False) -> str:
     """launch_argv as one shell string (for commands beside the main one)."""
-    return shlex.join(launch_argv(build, placement, method))
+    return shlex.join(launch_argv(build, placement, method, bind))
 
 
 def partition_method(partition) -> str:

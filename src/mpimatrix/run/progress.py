@@ -18,6 +18,8 @@ import sys
 import threading
 import time
 
+from .child import run_child
+
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RUN = re.compile(r"^\[\s*RUN\s*\]\s+(.*\S)")
 _DONE = re.compile(r"^\[\s*(?:OK|FAIL|SKIP|XFAIL|XPASS|ABORT\w*)\s*\]")
@@ -78,10 +80,15 @@ def slurm_jobs() -> str:
 
 
 def call(cmd: list[str], every: float = EVERY) -> int:
-    """Run `cmd` (ReFrame), its output through to ours, with progress lines."""
+    """Run `cmd` (ReFrame) as run_child does, its output through to ours, with
+    progress lines."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                            text=True, errors="replace", bufsize=1)
+    return run_child(cmd, lambda proc: _follow(proc, every), stdout=subprocess.PIPE,
+                     stderr=subprocess.STDOUT, env=env, text=True, errors="replace",
+                     bufsize=1)
+
+
+def _follow(proc: subprocess.Popen, every: float) -> int:
     state = Progress()
     lock = threading.Lock()
 
@@ -94,15 +101,12 @@ def call(cmd: list[str], every: float = EVERY) -> int:
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
-    try:
-        while proc.poll() is None:
-            time.sleep(min(5.0, every / 4))
-            with lock:
-                line = state.due(time.monotonic(), every)
-            if line:
-                jobs = slurm_jobs()
-                print(line + (f" (Slurm: {jobs})" if jobs else ""), flush=True)
-    except KeyboardInterrupt:
-        proc.wait()
+    while proc.poll() is None:
+        time.sleep(min(5.0, every / 4))
+        with lock:
+            line = state.due(time.monotonic(), every)
+        if line:
+            jobs = slurm_jobs()
+            print(line + (f" (Slurm: {jobs})" if jobs else ""), flush=True)
     reader.join(timeout=10)
     return proc.returncode

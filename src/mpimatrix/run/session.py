@@ -1,4 +1,10 @@
-"""`mpimatrix run`: one ReFrame session in a mode, its report, its summary."""
+"""`mpimatrix run`: one ReFrame session in a mode, its confirmation, its verdict.
+
+Exit codes: 0 every test passed and no value is a confirmed regression; 1 a test
+failed or a regression was confirmed; 2 bad input; 3 nothing ran, or the session
+was not stored in the results database; 4 values were outside their tolerance
+but other programs loaded the machine during the session (not judged: run again).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +14,32 @@ import time
 import uuid
 from pathlib import Path
 
+import yaml
+
 from ..builds.sources import ONLY_ENV, load_builds, only_patterns
-from ..paths import references_dir, reports_dir
+from ..paths import references_dir, reports_dir, results_db, results_dir
+from ..reference_file import load_references, stats_path
 from ..results import summary
-from ..results.sessions import load_report
-from . import progress
+from ..results.gate import REGRESSION, failed_first, verdicts
+from ..results.sessions import SessionError, load_report, testcases
+from ..rfm.inject import injection_for
+from ..site.config import MODES
+from . import machine, progress
+from .lock import session_locks
+from .machine import LoadMeter
 from .reframe_cmd import reframe_cmd
 from .selection import ignored_under_mode, name_patterns, osu_note, select_partitions
+from .stored import stored_sessions
+
+OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
+NOTHING_RAN = ("no test case ran (no usable build, or the selection matched nothing); "
+               "`mpimatrix builds` lists the builds and why any were skipped")
 
 #: Variables naming files or directories: made absolute before ReFrame starts
 #: (ReFrame loads the configuration from site_config/, not from the caller's cwd).
 PATH_VARIABLES = ("MPIMATRIX_BUILDS", "MPIMATRIX_LOCK", "MPIMATRIX_RESULTS", "MPIMATRIX_HOME",
                   "MPIMATRIX_CACHE", "MPIMATRIX_SYSTEMS", "MPIMATRIX_OSU_SOURCE",
-                  "RFM_SQLITE_DB_FILE")
+                  "RFM_SQLITE_DB_FILE", "RFM_REFERENCE_PREFIX")
 
 
 def absolute_path_variables() -> None:
@@ -30,18 +49,20 @@ def absolute_path_variables() -> None:
             os.environ[var] = os.path.abspath(value)
 
 
-def session_extras() -> str:
+def session_extras(extra: dict[str, str] | None = None) -> str:
     bs = load_builds()
     extras = {"builds_source": bs.source.split(":")[0],
               "builds": "+".join(b.environ_name for b in bs.builds)}
     if bs.lock_sha256:
         extras["spack_lock"] = bs.lock_sha256
+    extras.update(extra or {})
     return ",".join(f"{k}={v}" for k, v in extras.items())
 
 
-def report_path(mode: str) -> Path:
+def report_path(mode: str, suffix: str = "") -> Path:
     """A report name no other session takes: mode, time and a random suffix."""
-    return reports_dir() / f"{mode}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:6]}.json"
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return reports_dir() / f"{mode}-{stamp}-{uuid.uuid4().hex[:6]}{suffix}.json"
 
 
 def link_latest(report: Path) -> None:
@@ -52,7 +73,62 @@ def link_latest(report: Path) -> None:
     tmp.replace(latest)
 
 
+def mode_profile(mode: str) -> str:
+    """The profile (quick or full) a mode sets, for its confirmation runs."""
+    for m in MODES:
+        if m["name"] == mode:
+            for opt in m["options"]:
+                if opt.startswith("--setvar=profile="):
+                    return opt.split("=", 2)[2]
+    return "quick"
+
+
+def measured_run(cmd: list[str], report: Path) -> int:
+    """Run ReFrame, and record how busy the machine was with other programs."""
+    meter = LoadMeter()
+    rc = progress.call(cmd)
+    load = meter.stop()
+    if report.exists():
+        uuid_ = load_report(report)["session_info"].get("uuid", "?")
+        machine.record(load_record_path(), uuid_, load)
+    return rc
+
+
+def load_record_path() -> Path:
+    return results_db().parent / "machine-load.json"
+
+
+def confirm(report: dict, mode: str, repeats: int) -> dict | None:
+    """Re-run, on every build, the test cases with a value outside its tolerance."""
+    failing = failed_first(report)
+    if not failing or repeats < 1:
+        return None
+    hashes = sorted({tc["hashcode"] for tc in failing})
+    uuid_ = report["session_info"]["uuid"]
+    print(f"\nmpimatrix: {len(failing)} test case(s) had a value outside its tolerance; "
+          f"measuring them again ({repeats} more samples, every build)", flush=True)
+    path = report_path(mode, "-confirm")
+    cmd = reframe_cmd("-r", "--exec-policy=serial", f"--setvar=profile={mode_profile(mode)}",
+                      f"--repeat={repeats}", "--report-file", str(path),
+                      "--session-extras", session_extras({"confirms": uuid_, "mode": mode}),
+                      *[a for h in hashes for a in ("-n", f"/{h}")])
+    print("+ " + " ".join(cmd), flush=True)
+    measured_run(cmd, path)
+    return load_report(path) if path.exists() else None
+
+
+def check_inputs() -> None:
+    """What would break every test case, before ReFrame starts."""
+    injection_for("")  # a malformed MPIMATRIX_INJECT stops here, with its text
+    system_refs = references_dir()
+    if system_refs.is_dir():
+        for path in sorted(system_refs.glob("*.yaml")):
+            if not path.name.endswith(".stats.yaml"):
+                load_references(path)
+
+
 def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
+                confirm_repeats: int = 3, wait: bool = True,
                 partitions: list[str] | None = None) -> int:
     absolute_path_variables()
     os.environ.setdefault("RFM_REFERENCE_PREFIX", str(references_dir()))
@@ -60,23 +136,77 @@ def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
         os.environ[ONLY_ENV] = "\n".join(only)
         only_patterns()  # a bad regular expression stops here, with its name
     select_partitions(partitions)
-    osu = osu_note()
+    check_inputs()
+    with session_locks(results_dir(), wait):
+        return _run_locked(mode, reframe_args, confirm_repeats)
+
+
+def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int:
     report_file = report_path(mode)
     reports_dir().mkdir(parents=True, exist_ok=True)
     cmd = reframe_cmd("--mode", mode, "-r", "--report-file", str(report_file),
-                      "--session-extras", session_extras(), *name_patterns(reframe_args))
+                      "--session-extras", session_extras({"mode": mode}),
+                      *name_patterns(reframe_args))
     print("+ " + " ".join(cmd), flush=True)
+    osu = osu_note()
     for note in (ignored_under_mode(reframe_args), osu):
         if note:
             print(note, flush=True)
-    rc = progress.call(cmd)
-    if report_file.exists():
-        print()
-        print(summary.format_table(load_report(report_file)))
-        if osu:
-            print(osu)
-        link_latest(report_file)
-        print(f"report: {report_file}")
-    else:
-        print(f"mpimatrix: ReFrame wrote no report ({report_file}); rc={rc}", file=sys.stderr)
-    return rc
+    rc = measured_run(cmd, report_file)
+    if not report_file.exists():
+        why = (NOTHING_RAN if rc == 0 else
+               f"ReFrame ended with exit code {rc} before writing its report {report_file}")
+        print(f"mpimatrix: {why}", file=sys.stderr)
+        return NOT_RUN
+    report = load_report(report_file)
+    link_latest(report_file)
+    conf = confirm(report, mode, confirm_repeats)
+    stats_file = stats_path(references_dir() / f"{_system(report)}.yaml")
+    stats = _load_yaml(stats_file)
+    results = verdicts(report, [conf] if conf else [], stats)
+    print()
+    print(summary.format_table(report, results))
+    if osu:
+        print(osu)
+    busy = [machine.loads(load_record_path()).get(s["session_info"]["uuid"], {})
+            for s in (report, conf) if s]
+    disturbed = [b for b in busy if b.get("disturbed")]
+    for b in disturbed:
+        print(f"DISTURBED: {machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}: "
+              "the values measure them too; verdicts not judged, run again on a quiet machine")
+    print(f"report: {report_file}")
+    code = exit_code(report, results)
+    return DISTURBED if code == FAILED and disturbed and not _sanity_failures(report) else code
+
+
+def exit_code(report: dict, results) -> int:
+    if not list(testcases([report])):
+        print(f"mpimatrix: {NOTHING_RAN}", file=sys.stderr)
+        return NOT_RUN
+    uuid_ = report.get("session_info", {}).get("uuid", "")
+    try:
+        stored_sessions([uuid_])
+    except SessionError as err:
+        print(f"mpimatrix: the session is not in the results database {results_db()}: "
+              f"{err}", file=sys.stderr)
+        return NOT_RUN
+    return FAILED if _sanity_failures(report) or any(
+        v.status == REGRESSION for v in results) else OK
+
+
+def _sanity_failures(report: dict) -> list[dict]:
+    """Test cases that failed for another reason than their references."""
+    return [tc for tc in testcases([report]) if tc.get("result") not in ("pass", "xfail")
+            and tc.get("fail_phase") != "performance"]
+
+
+def _system(report: dict) -> str:
+    systems = {tc.get("system") for tc in testcases([report])}
+    return systems.pop() if len(systems) == 1 else "local"
+
+
+def _load_yaml(path: Path) -> dict:
+    try:
+        return yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return {}

@@ -45,12 +45,12 @@ def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
         "env_vars": [["SLURM_CONF", str(lay.slurm_conf)]],
         "sched_options": {"use_nodes_option": True, "job_submit_timeout": 60},
         # Every emulated node claims NODE_CPUS cores, but they all share this
-        # machine's: shared_cores marks layouts with more ranks as oversubscribed.
-        # No job waits here for anything but the session's own previous job:
-        # max_pending_time bounds what a job stuck in the queue can cost.
+        # machine's: shared_cores marks layouts with more ranks as oversubscribed,
+        # and no rank is pinned. No job waits here for anything but the session's
+        # own previous job: max_pending_time bounds what a stuck job can cost.
         "extras": {"nodes": nodes, "cores": NODE_CPUS, "shared_cores": os.cpu_count() or 1,
-                   "max_pending_time": MAX_PENDING, "cluster_dir": str(lay.dir),
-                   "net_counters": True, **extras},
+                   "cpu_binding": "none", "max_pending_time": MAX_PENDING,
+                   "cluster_dir": str(lay.dir), "net_counters": True, **extras},
     }
 
 

@@ -84,41 +84,26 @@ def runtime_errors(text: str, patterns: tuple[str, ...] = MPI_ERROR_PATTERNS) ->
 
 
 def measured_columns(metrics: tuple[Metric, ...]) -> list[str]:
-    """The columns of times and rates (finite and positive when real; percentages may be 0)."""
+    """The columns of times and rates (percentages may be anything from 0 up)."""
     return sorted({c for m in metrics if m.unit != "%" for c in m.columns})
 
 
-def rate_columns(metrics: tuple[Metric, ...]) -> tuple[str, ...]:
-    """The columns of rates (higher is better), which print as 0 when very slow."""
-    return tuple(sorted({c for m in metrics if m.unit != "%" and m.higher_is_better
-                         for c in m.columns}))
-
-
-_TIME_COLUMN = re.compile(r"^t(?:_avg)?\[usec\]$")
-
-
-def rounds_to_zero(row: dict[str, float], size_key: str) -> bool:
-    """Whether a rate printed as 0 (MB/s, two decimals) can be a slow run's rounding:
-    the row's size over its time is under 0.01 MB/s, or the row has no time to tell."""
-    t = next((v for k, v in row.items() if _TIME_COLUMN.match(k)), None)
-    if t is None or size_key not in row:
-        return True
-    return t > 0 and row[size_key] / t < 0.01
-
-
-def finite_problems(label: str, rows: list[dict[str, float]], columns: list[str],
-                    size_key: str = "size", rates: tuple[str, ...] = ()) -> list[str]:
-    """Values no benchmark can measure: NaN, infinite, zero or negative times and rates
-    (a rate column of `rates` may be 0 where that is a slow run's rounding)."""
+def impossible_values(label: str, table: Table, rows: list[dict[str, float]],
+                      metrics: tuple[Metric, ...], size_key: str = "size") -> list[str]:
+    """Values no benchmark can measure: a NaN, infinite or negative time or rate
+    anywhere in the table, or a metric's own value of zero (a bandwidth of 0.00 at
+    8 B is IMB's rounding; at 4 MiB it is a broken timer)."""
     bad = []
     for r in rows:
-        for c in columns:
+        for c in measured_columns(metrics):
             v = r.get(c)
-            if v == 0 and c in rates and rounds_to_zero(r, size_key):
-                continue
-            if v is not None and not (0 < v < float("inf")):
+            if v is not None and not (0 <= v < float("inf")):
                 size = f" at {human_size(int(r[size_key]))}" if size_key in r else ""
                 bad.append(f"{c}={v}{size}")
+    for m in metrics:
+        v = metric_value(table, m)
+        if m.unit != "%" and v == 0:
+            bad.append(f"{m.name}=0")
     if not bad:
         return []
     more = f" (+{len(bad) - 3} more)" if len(bad) > 3 else ""

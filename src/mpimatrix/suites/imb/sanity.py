@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from ...units import human_size
-from ..common import (
-    error_detail,
-    finite_problems,
-    measured_columns,
-    missing_sizes_problem,
-    rate_columns,
-)
+from ..common import error_detail, impossible_values, missing_sizes_problem
 from .catalogue import ImbBenchmark
 from .output import ImbRun, missing_sizes
 
@@ -34,8 +28,7 @@ def imb_result_problems(run: ImbRun, bench: ImbBenchmark, nprocs: int,
         if table is None or not table.rows:
             errs.append(f"{label}: no result table for {nprocs} processes{unfinished}{died}")
             continue
-        errs += finite_problems(label, table.rows, measured_columns(bench.metrics), "#bytes",
-                                rate_columns(bench.metrics))
+        errs += impossible_values(label, table, table.rows, bench.metrics, "#bytes")
         if not bench.sized or bench.kind == "atomic":
             continue
         want = bench.table_sizes(sizes)

@@ -5,13 +5,7 @@ from __future__ import annotations
 import re
 
 from ...units import human_size, version_tuple
-from ..common import (
-    error_detail,
-    finite_problems,
-    measured_columns,
-    missing_sizes_problem,
-    rate_columns,
-)
+from ..common import error_detail, impossible_values, missing_sizes_problem
 from .catalogue import OsuBenchmark
 from .output import OsuRun, missing_sizes
 
@@ -42,7 +36,7 @@ def osu_result_problems(run: OsuRun, bench: OsuBenchmark, ranks: int, expected: 
             errs.append(f"{name}: {int(run.init['nprocs'])} processes initialised, "
                         f"expected {ranks}")
         else:
-            errs += finite_problems(name, [run.init], ["avg", "max", "min"])
+            errs += impossible_values(name, None, [run.init], bench.metrics)
     else:
         table = run.table
         if table is None or not table.rows:
@@ -50,8 +44,7 @@ def osu_result_problems(run: OsuRun, bench: OsuBenchmark, ranks: int, expected: 
             errs.append(f"{name}: {what}{died}")
         else:
             errs += _table_problems(table, bench, expected, validate, died, name)
-            errs += finite_problems(name, table.rows, measured_columns(bench.metrics),
-                                   rates=rate_columns(bench.metrics))
+            errs += impossible_values(name, table, table.rows, bench.metrics)
     errs += [f"{name}: a row with an impossible size: {r}" for r in run.bad_rows[:3]]
     if errs:
         return errs

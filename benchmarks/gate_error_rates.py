@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""False-alarm and detection rates of the regression gate, measured for real.
+
+In a fresh results store: B unchanged sessions, `mpimatrix bless` from them;
+then K unchanged and K injected sessions, interleaved (U, I, U, I, ...). Each
+injected session slows one build (round robin) by one level (round robin over
+--levels) with the regression injector (MPIMATRIX_INJECT=<build>:clock=<level>:
+every interval the benchmark times grows by that fraction). Every session runs
+as a nightly would: `mpimatrix run` with confirmation of values outside their
+tolerance.
+
+Printed: the false-alarm rate over all gated values of the unchanged sessions
+and of the builds left alone in injected sessions; the detection rate per
+level over the injected build's gated time and rate values (latency and times
+up, bandwidth down; percentages are left alone by the injector); the share of
+values gated; the run time. Every figure with its counts.
+
+    python benchmarks/gate_error_rates.py                    # B=5, K=10, quick mode
+    python benchmarks/gate_error_rates.py --sessions 4 --levels 0.5 --only 'mpich|impi'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+from mpimatrix.results.gate import REGRESSION, verdicts  # noqa: E402
+from mpimatrix.results.sessions import load_report  # noqa: E402
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+
+
+def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[dict, list]:
+    """One `mpimatrix run`; returns its report and its confirmation reports."""
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+    env.pop("MPIMATRIX_INJECT", None)
+    if inject:
+        env["MPIMATRIX_INJECT"] = inject
+    cmd = [MPIMATRIX, "run", "--mode", args.mode]
+    cmd += [a for o in args.only for a in ("--only", o)]
+    cmd += [] if confirm else ["--no-confirm"]
+    if args.reframe:
+        cmd += ["--", *args.reframe.split()]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    m = re.search(r"^report: (\S+)$", proc.stdout, re.M)
+    if not m:
+        sys.exit(f"no report from {' '.join(cmd)} (rc={proc.returncode}):\n"
+                 f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    report = load_report(Path(m.group(1)))
+    uuid = report["session_info"]["uuid"]
+    confs = []
+    for f in sorted((results / "reports").glob("*-confirm.json")):
+        c = load_report(f)
+        if (c["session_info"].get("confirms") or "") == uuid:
+            confs.append(c)
+    return report, confs
+
+
+def builds_of(report: dict) -> list[str]:
+    return sorted({tc["build_name"] for r in report["runs"] for tc in r["testcases"]
+                   if tc.get("build_name") not in (None, "<undefined>")})
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
+    p.add_argument("--sessions", type=int, default=10, help="K: unchanged and injected each")
+    p.add_argument("--levels", default="0.10,0.25,0.50", help="injected slowdowns")
+    p.add_argument("--floor", default="0.1", help="bless --tolerance (the floor)")
+    p.add_argument("--mode", default="quick")
+    p.add_argument("--only", action="append", default=[], help="mpimatrix run --only")
+    p.add_argument("--reframe", default="", help="extra ReFrame options (one string)")
+    p.add_argument("--results", help="results store (default: a new one under /tmp)")
+    p.add_argument("--json", help="write the raw figures here too")
+    args = p.parse_args(argv)
+    levels = [float(x) for x in args.levels.split(",")]
+    results = Path(args.results or f"/tmp/mpimatrix-gate-{time.strftime('%Y%m%dT%H%M%S')}")
+    t0 = time.time()
+    print(f"# results store {results}; bless {args.bless}, K={args.sessions}, levels "
+          f"{levels}, mode {args.mode}", flush=True)
+    bless_reports = [run(results, args, confirm=False)[0] for _ in range(args.bless)]
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+    out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
+                          *[a for r in sorted((results / "reports").glob("*.json"))
+                            if not r.name.startswith("latest") for a in ("--report", str(r))]],
+                         env=env, capture_output=True, text=True)
+    print(out.stdout.splitlines()[0] if out.stdout else out.stderr[-500:], flush=True)
+    builds = builds_of(bless_reports[0])
+    unchanged: Counter = Counter()
+    detected: dict[float, Counter] = {lv: Counter() for lv in levels}
+    gated_share: Counter = Counter()
+    log = []
+    for i in range(args.sessions):
+        for injected in (False, True):
+            build = builds[i % len(builds)] if injected else ""
+            level = levels[i % len(levels)] if injected else 0.0
+            spec = f"^{re.escape(build)}$:clock={level}" if injected else ""
+            what = f"injected {build} +{level:.0%}" if injected else "unchanged"
+            report, confs = run(results, args, inject=spec)
+            for v in verdicts(report, confs, None):
+                if v.status in ("not gated", "no reference"):
+                    gated_share["not gated"] += 1
+                    continue
+                gated_share["gated"] += 1
+                flagged = v.status == REGRESSION
+                if injected and v.build == build:
+                    if v.unit != "%":
+                        detected[level]["values"] += 1
+                        detected[level]["flagged"] += flagged
+                else:
+                    unchanged["values"] += 1
+                    unchanged["flagged"] += flagged
+                    if flagged:
+                        log.append(f"false alarm, session {i + 1} ({what}): {v.line()}")
+            print(f"# session {i + 1} {what}: {time.time() - t0:.0f} s", flush=True)
+    fa = unchanged["flagged"] / max(unchanged["values"], 1)
+    print("\n".join(log))
+    print(f"false alarms: {unchanged['flagged']} of {unchanged['values']} gated values "
+          f"({fa:.2%}) in {args.sessions} unchanged sessions and the untouched builds of "
+          f"{args.sessions} injected ones")
+    for lv in levels:
+        d = detected[lv]
+        print(f"detection at +{lv:.0%}: {d['flagged']} of {d['values']} gated values of the "
+              f"injected build ({d['flagged'] / max(d['values'], 1):.1%})")
+    share = gated_share["gated"] / max(sum(gated_share.values()), 1)
+    print(f"values gated: {share:.1%} ({gated_share['gated']} of {sum(gated_share.values())} "
+          "value-sessions)")
+    print(f"run time: {(time.time() - t0) / 60:.1f} min")
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "false_alarms": unchanged, "detected": {str(k): v for k, v in detected.items()},
+            "gated": gated_share, "seconds": time.time() - t0, "log": log}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Does `mpimatrix changes` find a small step in a nightly series, and only it?
+
+In a fresh results store: N quick sessions (default 12); from session S on
+(default 6) one build runs with the regression injector at +X % (default 15 %:
+`MPIMATRIX_INJECT=<build>:clock=0.15`, every timed interval 15 % longer). Then
+the change-point detection of `mpimatrix changes` runs over the N sessions and
+prints, for the injected build's time and rate values, at which session the
+step was found (S or S+1 is the goal) or that it was missed, and the changes it
+reported for the other builds (none is the goal).
+
+    python benchmarks/history_detection.py                  # 12 sessions, step at 6
+    python benchmarks/change_point_compare.py <store>/reports/quick-*.json   # Otava vs ruptures
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mpimatrix.results import history
+from mpimatrix.results.sessions import load_report
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sessions", type=int, default=12)
+    p.add_argument("--step-at", type=int, default=6, help="first injected session (1-based)")
+    p.add_argument("--slowdown", type=float, default=0.15)
+    p.add_argument("--build", help="build to slow down (default: the first with IMB)")
+    p.add_argument("--mode", default="quick")
+    p.add_argument("--results", help="results store (default: a new one under /tmp)")
+    args = p.parse_args(argv)
+    results = Path(args.results or f"/tmp/mpimatrix-history-{time.strftime('%Y%m%dT%H%M%S')}")
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+    env.pop("MPIMATRIX_INJECT", None)
+    t0 = time.time()
+    reports = []
+    build = args.build
+    for i in range(1, args.sessions + 1):
+        run_env = dict(env)
+        if i >= args.step_at and build:
+            run_env["MPIMATRIX_INJECT"] = f"^{re.escape(build)}$:clock={args.slowdown}"
+        proc = subprocess.run([MPIMATRIX, "run", "--mode", args.mode, "--no-confirm"],
+                              env=run_env, capture_output=True, text=True)
+        m = re.search(r"^report: (\S+)$", proc.stdout, re.M)
+        if not m:
+            sys.exit(f"session {i}: no report (rc={proc.returncode}):\n{proc.stdout[-2000:]}"
+                     f"\n{proc.stderr[-2000:]}")
+        reports.append(load_report(Path(m.group(1))))
+        if build is None:
+            build = next(tc["build_name"] for r in reports[0]["runs"] for tc in r["testcases"]
+                         if tc.get("name", "").startswith("ImbCheck"))
+        busy = "DISTURBED" if "DISTURBED:" in proc.stdout else ""
+        print(f"# session {i}{' injected' if i >= args.step_at else ''} {busy}: "
+              f"{time.time() - t0:.0f} s", flush=True)
+    changes = history.all_changes(reports)
+    series = history.series_of(reports)
+    found: Counter = Counter()
+    for s in series:
+        if s.build != build or s.unit == "%":
+            continue
+        mine = [c for c in changes if c.series is s]
+        at = [c.index + 1 for c in mine]  # 1-based session of the first point after
+        found["series"] += 1
+        if any(a in (args.step_at, args.step_at + 1) for a in at):
+            found["at step"] += 1
+        elif at:
+            found["elsewhere"] += 1
+        else:
+            found["missed"] += 1
+    others = [c for c in changes if c.series.build != build]
+    print(f"step +{args.slowdown:.0%} on {build} from session {args.step_at} of "
+          f"{args.sessions}: found at session {args.step_at} or {args.step_at + 1} in "
+          f"{found['at step']} of {found['series']} of its time/rate series, elsewhere in "
+          f"{found['elsewhere']}, missed in {found['missed']}")
+    print(f"changes reported for the other builds: {len(others)} in "
+          f"{sum(s.build != build for s in series)} series")
+    for c in others:
+        print(f"  {c.line()}")
+    print(f"run time: {(time.time() - t0) / 60:.1f} min; sessions in {results}/reports")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""`mpimatrix bless`: performance references from several stored sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..paths import references_dir
+from ..results import references
+from ..results.sessions import SessionError, testcases
+from ..run import machine
+from ..run.session import load_record_path
+from .session_args import sessions_from_args
+
+DEFAULT_FLOOR = 0.1
+
+
+def cmd_bless(args) -> int:
+    sessions = sessions_from_args(args)
+    if not args.include_disturbed:
+        busy = machine.loads(load_record_path())
+        left_out = [s for s in sessions
+                    if busy.get(s.get("session_info", {}).get("uuid"), {}).get("disturbed")]
+        for s in left_out:
+            b = busy[s["session_info"]["uuid"]]
+            print(f"mpimatrix bless: left out session {s['session_info']['uuid']}: "
+                  f"{machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}")
+        sessions = [s for s in sessions if s not in left_out]
+        if not sessions:
+            raise SessionError("every session given was disturbed by other programs; run "
+                               "new ones on a quiet machine (or --include-disturbed)")
+    system = args.system
+    if system is None:
+        systems = {tc.get("system") for tc in testcases(sessions)} - {None}
+        if len(systems) != 1:
+            raise SessionError(f"the sessions cover systems {sorted(systems) or 'none'}; "
+                               "choose one with --system")
+        system = systems.pop()
+    runs = sum(len(s.get("runs", [])) for s in sessions)
+    if runs < 5:
+        print(f"mpimatrix bless: WARNING: {runs} session run(s); with fewer than 5 the "
+              "spread of a value is a guess and values with under 3 samples are not gated")
+    out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
+    refs, stats = ({}, {}) if args.replace else references.read(out)
+    blessed = references.bless(sessions, args.tolerance, system,
+                               refs or references.CommentedMap(), stats)
+    references.write(blessed, out)
+    total = blessed.gated + len(blessed.not_gated)
+    print(f"wrote {out}: {total} value(s) from {runs} run(s), {blessed.gated} gated "
+          f"(tolerance from the spread, floor {args.tolerance:.0%}), "
+          f"{len(blessed.not_gated)} reported but not gated")
+    for line in blessed.not_gated:
+        print(f"  not gated: {line}")
+    for line in blessed.kept_by_hand:
+        print(f"  kept: {line}")
+    return 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("bless", help="write references from stored runs (5 or more)")
+    s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
+    s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
+    s.add_argument("--system", help="system to bless (default: the sessions' one)")
+    s.add_argument("--tolerance", type=float, default=DEFAULT_FLOOR,
+                   help="the smallest tolerance a value gets (default 0.1 = 10%%); noisier "
+                   "values get a wider one from their spread")
+    s.add_argument("--output", help="reference file (default results/references/<system>.yaml)")
+    s.add_argument("--replace", action="store_true",
+                   help="start from scratch instead of updating the file")
+    s.add_argument("--include-disturbed", action="store_true",
+                   help="also use sessions during which other programs loaded the machine")
+    s.set_defaults(func=cmd_bless)

@@ -1,0 +1,53 @@
+"""`mpimatrix changes`: steps in the history of every performance value (for cron).
+
+Exit code 1 when a step for the worse is new (not printed by an earlier run),
+0 otherwise."""
+
+from __future__ import annotations
+
+import re
+
+from ..paths import results_dir
+from ..results import history
+from ..results.sessions import SessionError
+from ..run.stored import sessions_in, stored_sessions
+
+
+def cmd_changes(args) -> int:
+    if args.session:
+        sessions = stored_sessions(args.session)
+    else:
+        if not re.fullmatch(r"\d+[dhw]", args.since):
+            raise SessionError(f"--since {args.since!r}: give a number of days, hours or "
+                               "weeks, e.g. 30d, 12h, 4w")
+        sessions = sessions_in(f"now-{args.since}:now")
+    series = history.series_of(sessions)
+    if not series:
+        raise SessionError("no performance values in the stored sessions"
+                           + ("" if args.session else f" of the last {args.since}"))
+    changes = [c for s in series for c in history.change_points(s, args.pvalue)]
+    state = results_dir() / "history" / "reported-changes.json"
+    seen = history.reported(state)
+    new = [c for c in changes if c.ident not in seen]
+    shown = changes if args.all else new
+    for c in sorted(shown, key=lambda c: (not c.worse, c.series.build, c.series.check)):
+        print(("NEW " if c in new else "    ") + c.line())
+    points = max(len(s.points) for s in series)
+    print(f"{len(series)} series over up to {points} session(s): {len(changes)} step(s), "
+          f"{len(new)} new ({sum(c.worse for c in new)} for the worse)")
+    if not args.dry_run:
+        history.record_reported(state, seen | {c.ident for c in changes})
+    return 1 if any(c.worse for c in new) else 0
+
+
+def register(sub) -> None:
+    s = sub.add_parser("changes", help="steps in the history of each value (exit 1 when a "
+                       "step for the worse is new)")
+    s.add_argument("--since", default="30d", help="period of stored sessions (default 30d)")
+    s.add_argument("--session", action="append", help="these stored sessions instead")
+    s.add_argument("--pvalue", type=float, default=history.MAX_PVALUE,
+                   help=f"significance of a step (default {history.MAX_PVALUE})")
+    s.add_argument("--all", action="store_true", help="print every step, not only new ones")
+    s.add_argument("--dry-run", action="store_true",
+                   help="do not remember the steps printed as reported")
+    s.set_defaults(func=cmd_changes)

@@ -1,0 +1,131 @@
+"""The performance reference file: ReFrame's external reference format ($ref),
+one file per system, results/references/<system>.yaml:
+
+    ImbCheck:
+      $index: [$partition, $environ, ref_key]
+      local:default:
+        mpich-4_0_2-debian:
+          MPI1:PingPong@intranode:
+            latency_8B: [0.41, null, 0.15, us]        # slower than +15 % fails
+            bandwidth_4MiB: [6519.0, -0.12, null, MB/s] # lower than -12 % fails
+            t_avg_1MiB: [520.0, null, null, us]       # reported, not gated
+
+ReFrame re-reads the whole file for every test case, so its size is bounded and
+its structure checked once, with messages that name the file and the key. The
+noise statistics `mpimatrix bless` derives the tolerances from live beside it in
+<system>.stats.yaml, which ReFrame never reads.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import yaml
+
+INDEX = ["$partition", "$environ", "ref_key"]
+#: ReFrame parses the file once per test case: 4 MiB take about a second each.
+MAX_BYTES = 4 << 20
+
+
+class ReferenceFileError(Exception):
+    """A reference file ReFrame cannot use; the message names the file, key and fix."""
+
+
+def stats_path(path: Path) -> Path:
+    return path.with_name(path.name.removesuffix(".yaml") + ".stats.yaml")
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def entry_problem(value) -> str:
+    """Why one reference entry is not [ref, lower, upper, unit] ('' when it is)."""
+    if isinstance(value, list) and value[:1] == ["$xfail"]:
+        if len(value) != 3 or not isinstance(value[2], list):
+            return "an $xfail entry is ['$xfail', 'reason', [ref, lower, upper, unit]]"
+        return entry_problem(value[2])
+    if not isinstance(value, list) or len(value) != 4:
+        return "expected [reference, lower, upper, unit]"
+    ref, lower, upper, unit = value
+    if not _is_number(ref):
+        return f"reference {ref!r} is not a finite number"
+    if ref <= 0:
+        return (f"reference {ref!r}: times and rates are positive (a reference of 0 or less "
+                "would let every value pass or fail)")
+    if lower is not None and not (_is_number(lower) and -1 <= lower <= 0):
+        return f"lower threshold {lower!r} must be null or a fraction in [-1, 0]"
+    if upper is not None and not (_is_number(upper) and upper >= 0):
+        return f"upper threshold {upper!r} must be null or a fraction >= 0"
+    if not isinstance(unit, str):
+        return f"unit {unit!r} is not a string"
+    return ""
+
+
+def check_references(data, path: Path) -> None:
+    """Raise ReferenceFileError on the first structural problem."""
+    def fail(key: str, what: str):
+        raise ReferenceFileError(f"{path}: {key}: {what}; fix the entry, or move the file "
+                                 "away and run `mpimatrix bless` again")
+
+    if not isinstance(data, dict):
+        fail("(top level)", "expected a mapping of test names (ImbCheck, ...) to references")
+    for check, entry in data.items():
+        if not isinstance(entry, dict):
+            fail(str(check), "expected a mapping with $index and partitions")
+        if entry.get("$index") != INDEX:
+            fail(f"{check}.$index", f"is {entry.get('$index')!r}, expected {INDEX}")
+        for part, envs in entry.items():
+            if part == "$index":
+                continue
+            if not isinstance(envs, dict):
+                fail(f"{check}.{part}", "expected a mapping of environments")
+            for env, keys in envs.items():
+                if not isinstance(keys, dict):
+                    fail(f"{check}.{part}.{env}", "expected a mapping of benchmark@placement")
+                for key, pvars in keys.items():
+                    if not isinstance(pvars, dict):
+                        fail(f"{check}.{part}.{env}.{key}",
+                             "expected a mapping of performance variables")
+                    for var, value in pvars.items():
+                        why = entry_problem(value)
+                        if why:
+                            fail(f"{check}.{part}.{env}.{key}.{var}", why)
+
+
+def load_references(path: Path) -> dict:
+    """The references of a file, checked ({} when there is no file)."""
+    if not path.exists():
+        return {}
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise ReferenceFileError(
+            f"{path}: {size >> 20} MiB is over the {MAX_BYTES >> 20} MiB that ReFrame can "
+            "re-read for every test case; keep one file per system with the values you gate")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise ReferenceFileError(f"{path}: not readable YAML ({err}); fix it or move it "
+                                 "away and run `mpimatrix bless` again") from None
+    check_references(data, path)
+    return data
+
+
+_checked: dict[tuple[str, float, int], str] = {}
+
+
+def checked_once(path: Path) -> None:
+    """check the file once per process and version of it (ReFrame hooks call this for
+    every test case)."""
+    st = os.stat(path)
+    key = (str(path), st.st_mtime, st.st_size)
+    if key not in _checked:
+        try:
+            load_references(path)
+            _checked[key] = ""
+        except ReferenceFileError as err:
+            _checked[key] = str(err)
+    if _checked[key]:
+        raise ReferenceFileError(_checked[key])

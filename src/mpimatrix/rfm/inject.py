@@ -1,0 +1,34 @@
+"""Injecting a known slowdown into one build's benchmark runs, for testing the
+regression gate: MPIMATRIX_INJECT='<build name regex>:<spec>[;...]', where spec is
+what the injector library reads (reframe_checks/src/mpimatrix_inject.c), e.g.
+`clock=0.25` (every timed interval +25 %) or `msg_us=1,byte_ns=0.5,coll_us=5`."""
+
+from __future__ import annotations
+
+import os
+import re
+
+INJECT_ENV = "MPIMATRIX_INJECT"
+_SPEC = re.compile(r"(clock|msg_us|byte_ns|coll_us)=-?[0-9.]+(,(clock|msg_us|byte_ns|coll_us)"
+                   r"=-?[0-9.]+)*")
+
+
+class InjectError(ValueError):
+    pass
+
+
+def injection_for(build_name: str, text: str | None = None) -> str:
+    """The injector spec for a build ('' for none)."""
+    text = os.environ.get(INJECT_ENV, "") if text is None else text
+    for item in filter(None, (x.strip() for x in text.split(";"))):
+        pattern, sep, spec = item.rpartition(":")
+        if not sep or not _SPEC.fullmatch(spec):
+            raise InjectError(f"{INJECT_ENV}: {item!r} is not <build regex>:<spec>, e.g. "
+                              "'mpich-5.0.2-pypi:clock=0.25'")
+        try:
+            if re.search(pattern, build_name):
+                return spec
+        except re.error as err:
+            raise InjectError(f"{INJECT_ENV}: {pattern!r} is not a regular expression "
+                              f"({err})") from None
+    return ""

@@ -1,0 +1,201 @@
+"""Faults during real sessions: kills, concurrent runs, a broken results database,
+paths that are not plain, sessions with nothing to run. Each `mpimatrix run` here
+runs the placement check on one build (a few seconds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from helpers import FIXTURES
+
+pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+PLACEMENT = ["--", "-n", "MpiPlacementCheck"]
+
+
+@pytest.fixture(scope="module")
+def build(buildset):
+    return next((b for b in buildset.builds if b.family == "mpich" and b.provenance == "debian"),
+                buildset.builds[0])
+
+
+def env_for(results: Path, **extra: str) -> dict:
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), "MPIMATRIX_MACHINE_LOCK": "",
+           **extra}
+    env.pop("MPIMATRIX_INJECT", None)
+    return env
+
+
+def run(results: Path, build, *args: str, cwd=None, **extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$", *args,
+                           *PLACEMENT], env=env_for(results, **extra), capture_output=True,
+                          text=True, timeout=600, cwd=cwd)
+
+
+def test_paths_with_spaces_and_shell_syntax_are_characters(build, tmp_path):
+    """A build whose prefix and wrappers live under 'a b/$(touch PWNED)': the probe
+    compiles and runs, and nothing is executed from the path."""
+    odd = tmp_path / "a b" / "$(touch PWNED)"
+    (odd / "bin").mkdir(parents=True)
+    for tool, target in (("mpicc", build.cc), ("mpiexec", build.launcher)):
+        (odd / "bin" / tool).symlink_to(target)
+    proxy = Path(build.launcher).parent / "hydra_pmi_proxy"  # Hydra looks beside mpiexec
+    if proxy.exists():
+        (odd / "bin" / proxy.name).symlink_to(proxy)
+    rec = {**build.to_dict(), "name": "odd-build", "prefix": str(odd), "provenance": "site",
+           "cc": str(odd / "bin" / "mpicc"), "launcher": str(odd / "bin" / "mpiexec"),
+           "env": {**build.env, "MPIMATRIX_ODD": str(odd).replace("$", "$$") + ":$HOME"},
+           "benchmarks": {}}
+    builds = tmp_path / "builds.json"
+    builds.write_text(json.dumps({"builds": [rec]}))
+    proc = subprocess.run([MPIMATRIX, "run", "--", "-n", "MpiPlacementCheck"],
+                          env=env_for(tmp_path / "res", MPIMATRIX_BUILDS=str(builds)),
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "odd-build" in proc.stdout and " pass " in proc.stdout
+    assert not list(tmp_path.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_relative_paths_in_the_environment(build, tmp_path):
+    (tmp_path / "work").mkdir()
+    rec = build.to_dict()
+    (tmp_path / "builds.json").write_text(json.dumps({"builds": [rec]}))
+    proc = run(Path("res"), build, cwd=tmp_path / "work",
+               MPIMATRIX_BUILDS="../builds.json", MPIMATRIX_RESULTS="res")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # reports and the database in the same store
+    assert list((tmp_path / "work" / "res" / "reports").glob("quick-*.json"))
+    assert (tmp_path / "work" / "res" / "db" / "results.db").exists()
+
+
+def test_a_broken_results_database_is_not_a_stored_session(build, tmp_path):
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "results.db").write_text("garbage garbage")
+    proc = run(tmp_path, build)
+    assert proc.returncode == 3, proc.stdout[-2000:]
+    assert "the session is not in the results database" in proc.stderr
+    assert "file is not a database" in proc.stderr
+
+
+def test_nothing_to_run_is_not_a_success(tmp_path):
+    """A lock whose every build is not installed: ReFrame runs 0 test cases."""
+    lock = FIXTURES / "spack" / "debian-local-v6.spack.lock"
+    proc = subprocess.run([MPIMATRIX, "run", *PLACEMENT],
+                          env=env_for(tmp_path, MPIMATRIX_LOCK=str(lock),
+                                      MPIMATRIX_SPACK_STORE=str(tmp_path / "empty"),
+                                      SPACK_ROOT=str(tmp_path / "nospack"),
+                                      PATH="/usr/bin:/bin"),
+                          capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in proc.stdout.splitlines() if "Ran 0/0" in ln]
+    assert proc.returncode == 3, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert lines or "no test case ran" in proc.stderr
+    assert "no test case ran" in proc.stderr
+
+
+def test_second_run_on_a_busy_store_waits_or_refuses(build, tmp_path):
+    first = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
+                              *PLACEMENT], env=env_for(tmp_path), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    lock = tmp_path / ".mpimatrix-run.lock"
+    deadline = time.monotonic() + 60
+    while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    refused = run(tmp_path, build, "--no-wait")
+    waited = run(tmp_path, build)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, out[-2000:]
+    assert refused.returncode == 3 and "is in use by mpimatrix run pid" in refused.stderr
+    assert waited.returncode == 0, waited.stdout[-2000:]
+    assert "waiting for it to end" in waited.stderr
+    reports = sorted(p.name for p in (tmp_path / "reports").glob("quick-*.json"))
+    assert len(reports) == 2 and len(set(reports)) == 2  # both sessions, distinct reports
+    for name in reports:
+        data = json.loads((tmp_path / "reports" / name).read_text())
+        assert all(tc["result"] == "pass" for r in data["runs"] for tc in r["testcases"])
+
+
+def _children_of(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True).stdout.split()
+    return [int(p) for p in out]
+
+
+def test_sigterm_stops_reframe_and_its_jobs(build, tmp_path):
+    """A long session (the whole IMB catalogue) killed while a benchmark runs."""
+    proc = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
+                             "--mode", "full", "--", "-n", "ImbCheck"],
+                            env=env_for(tmp_path), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not subprocess.run(
+            ["pgrep", "-s", str(proc.pid), "-f", "IMB-"], capture_output=True).stdout:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    time.sleep(3)
+    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
+    assert not left.stdout.strip(), subprocess.run(
+        ["ps", "-o", "pid,args", "-s", str(proc.pid)], capture_output=True, text=True).stdout
+
+
+def test_kill_9_during_bless_leaves_old_or_new_references(tmp_path):
+    """20 kill times spread over a bless: the reference file is always a whole file."""
+    sessions = [a for n in (1, 2, 3) for a in (
+        "--report", str(FIXTURES / "sessions" / f"imb-quick-bless-{n}.json"))]
+    env = env_for(tmp_path)
+    subprocess.run([MPIMATRIX, "bless", *sessions], env=env, check=True, capture_output=True)
+    refs = tmp_path / "references" / "local.yaml"
+    versions = {refs.read_bytes()}
+    t0 = time.monotonic()
+    subprocess.run([MPIMATRIX, "bless", "--tolerance", "0.2", *sessions], env=env,
+                   check=True, capture_output=True)
+    full = time.monotonic() - t0
+    versions.add(refs.read_bytes())
+    rng = random.Random(20261123)
+    for i in range(20):
+        floor = "0.1" if i % 2 else "0.2"
+        p = subprocess.Popen([MPIMATRIX, "bless", "--tolerance", floor, *sessions], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.5, 1.1) * full)
+        p.kill()
+        p.wait()
+        data = refs.read_bytes()
+        assert data in versions, f"kill {i}: a reference file neither old nor new"
+        assert yaml.safe_load(data)["ImbCheck"]
+    # a kill -9 in the middle of a write leaves its hidden temporary file (nothing can
+    # remove it then); it is never read as references: not *.yaml
+    assert all(not p.name.endswith(".yaml") for p in refs.parent.glob(".*"))
+
+
+def test_kill_9_during_runs_keeps_the_database_sound(build, tmp_path):
+    """20 `mpimatrix run`s killed at random points: the database passes SQLite's
+    integrity check, and a session run afterwards is stored."""
+    rng = random.Random(7)
+    t0 = time.monotonic()
+    first = run(tmp_path, build)
+    assert first.returncode == 0, first.stdout[-2000:]
+    full = time.monotonic() - t0
+    for _ in range(20):
+        p = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
+                              *PLACEMENT], env=env_for(tmp_path), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 1.0) * full)
+        p.kill()
+        p.wait()
+        with sqlite3.connect(tmp_path / "db" / "results.db") as db:
+            assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    time.sleep(2)  # a killed run's ReFrame gets SIGTERM from the kernel (PDEATHSIG)
+    last = run(tmp_path, build)
+    assert last.returncode == 0, last.stdout[-2000:]

