@@ -162,6 +162,16 @@ def test_crash_reports_name_signal_call_and_top_frame():
     assert crash_report("srun: error: node4: task 7: Killed") == ""
 
 
+def test_a_hang_after_the_results_cancelled_early_is_named():
+    from mpimatrix.rfm import job_outcome
+
+    msg = job_outcome.failure_reason(7, "CANCELLED", ["node1", "node2"], "",
+                                     results_complete=True, hung_for=31.4)
+    assert msg == ("Slurm job 7 ended CANCELLED on node1,node2; the program had printed all "
+                   "its results, then hung and was cancelled 31 s later (in MPI_Finalize: a "
+                   "hang of the MPI library, not of the benchmark)")
+
+
 # -- the summary ----------------------------------------------------------------------------------
 def _session(*cases):
     return {"runs": [{"testcases": list(cases)}],

@@ -230,14 +230,14 @@ def _links() -> str:
     return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
 
 
-def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800
-                     ) -> tuple[subprocess.CompletedProcess, dict | None]:
+def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800,
+                     retries: int = 2) -> tuple[subprocess.CompletedProcess, dict | None]:
     """ReFrame in the head namespace, retrying failed cases twice: see _settled_cases."""
     report = results / "reports" / "test-report.json"
     env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
     cmd = cluster.command(lay, "head", [REFRAME, "-C", str(CONFIG), "--report-file",
                                         str(report), "--exec-policy=serial",
-                                        "--max-retries=2", *args], wd=str(ROOT))
+                                        f"--max-retries={retries}", *args], wd=str(ROOT))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     data = json.loads(report.read_text()) if report.exists() else None
     return proc, data
@@ -406,6 +406,28 @@ def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
         lines.append(f"{tc['environ']}: intra {pv['latency_intra_8B']:.2f} us, inter "
                      f"{pv['latency_inter_8B']:.2f} us, ratio {pv['latency_ratio']:.1f}")
     print("\n".join(lines))
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_hang_after_results_is_cancelled_early(vcluster, buildset, tmp_path):
+    """A program that printed all its results and hangs (Debian's MPICH 4.0.2 in
+    MPI_Finalize) is cancelled HUNG_GRACE seconds later, not at its time limit."""
+    env = _openmpi(buildset).environ_name
+    t0 = time.monotonic()
+    proc, report = _reframe_in_head(
+        vcluster["lay"], tmp_path, "-c", str(VICTIM.parent / "hang_after_results.py"),
+        "-n", "HangAfterResults", "-p", f"^{env}$", "--system", "vcluster:compute", "-r",
+        retries=0)
+    took = time.monotonic() - t0
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    tc = report_cases(report)[0]
+    assert tc["result"] == "fail" and tc["fail_phase"] == "sanity"
+    assert re.search(r"ended CANCELLED on node1,node2; the program had printed all its "
+                     r"results, then hung and was cancelled \d+ s later \(in MPI_Finalize",
+                     tc["fail_reason"]), tc["fail_reason"]
+    assert took < 150, took  # its time limit is 10 min
 
 
 @pytest.mark.cluster

@@ -18,6 +18,7 @@ from ..placement import Placement, rank_host_problems
 from ..reference_file import ReferenceFileError, checked_once
 from ..shell import quote_argv, shell_value
 from ..suites.crash import crash_report
+from . import hang_budget as budget
 from . import job_outcome
 from .inject import InjectError, injection_for
 from .launch import (
@@ -220,9 +221,12 @@ class BuildCheck(MachineLimits):
         self.net_bytes = job_outcome.net_bytes(self.stdout_text())
         stderr = self.stderr_text()
         if job_outcome.bad_end(self.job.state) or job_outcome.node_failure(stderr):
+            hung_for = getattr(self.job.scheduler, "hung_for", lambda job: None)(self.job)
+            if hung_for is not None:
+                budget.record_hang(self.build.name, self.case_label, hung_for)
             raise SanityError(self.failure_message([job_outcome.failure_reason(
                 self.job.jobid, self.job.state, nodes, stderr,
-                results_complete=self.results_complete())]))
+                results_complete=self.results_complete(), hung_for=hung_for)]))
 
     def failure_message(self, problems: list[str]) -> str:
         """'<build> <placement>: <a rank's crash, if any>; <problems>': the cause first

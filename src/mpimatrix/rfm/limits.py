@@ -48,9 +48,26 @@ class MachineLimits(rfm.RegressionTestPlugin):
             self.max_pending_time = pending  # e.g. the emulated cluster: minutes, not days
 
     @run_before("run")
+    def _cancel_a_hang_after_results(self):
+        watch = getattr(self.job.scheduler, "watch_output", None)  # rfm/squeue_all.py
+        if watch is not None:
+            watch(self.job, self.output_complete_now)
+
+    def output_complete_now(self) -> bool:
+        """results_complete() on the output so far (not the parse cached for sanity)."""
+        vars(self).pop("_parsed_output", None)
+        try:
+            return self.results_complete()
+        finally:
+            vars(self).pop("_parsed_output", None)
+
+    @run_before("run")
     def _within_hang_budget(self):
         local = self.current_partition.scheduler.registered_name == "local"
         self.time_limit = budget.time_limit(self.build.name, self.hang_budget,
                                             self.time_limit, unit=1 if local else 60)
-        budget.watch(self.build.name, f"{self.display_name} @"
-                     f"{self.current_partition.fullname}", self.job)
+        budget.watch(self.build.name, self.case_label, self.job)
+
+    @property
+    def case_label(self) -> str:
+        return f"{self.display_name} @{self.current_partition.fullname}"

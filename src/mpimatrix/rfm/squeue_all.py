@@ -23,6 +23,12 @@ match only `ReqNodeNotAvail`). So
   DOWN only after SlurmdTimeout) is cancelled with the same error;
 - a job cancelled for pending longer than the test's `max_pending_time` fails
   with Slurm's pending reason instead of a bare CANCELLED.
+
+Hangs after the results: a check may register a predicate telling whether its
+program's output is complete (`watch_output`). A job still RUNNING HUNG_GRACE
+seconds after its output became complete is cancelled: it hung on its way out
+(Debian's MPICH 4.0.2 in MPI_Finalize, docs/cluster.md), and waiting for its time
+limit would only cost minutes. `hung_for(job)` tells the check how long it ran on.
 """
 
 from __future__ import annotations
@@ -40,6 +46,10 @@ NAME = "squeue-all"
 
 #: Seconds a job may pend while its partition lacks usable nodes before it is cancelled.
 BLOCKED_GRACE = 30
+
+#: Seconds a job may run on after its output is complete (healthy MPI_Finalize on
+#: the emulated cluster: under 2 s, 8 ranks on 2 cores included).
+HUNG_GRACE = 30
 
 #: Slurm node states (sinfo %T, lower case) in which a node takes no new job.
 UNUSABLE_STATES = ("down", "drain", "fail", "future", "inval", "maint", "powered_down",
@@ -126,6 +136,13 @@ def job_shape(job) -> tuple[str, int]:
     return (m.group(1) if m else ""), needed
 
 
+def _safely(predicate) -> bool:
+    try:
+        return bool(predicate())
+    except Exception:  # output cut mid-line, a parser surprised: not complete
+        return False
+
+
 class SqueueAllJobScheduler(SqueueJobScheduler):
     # squeue -t all lists a job from the moment sbatch returns: no 2 s first wait.
     SQUEUE_DELAY = 0
@@ -134,6 +151,38 @@ class SqueueAllJobScheduler(SqueueJobScheduler):
         super().__init__()
         self._squeue += " -t all"
         self._reasons: dict[str, str] = {}
+        # by id(job): a job is watched before it has a job id
+        self._complete: dict[int, tuple] = {}  # -> (predicate, complete since)
+        self._hung: dict[int, float] = {}  # -> seconds it ran on after its output
+
+    # -- hangs after the results ------------------------------------------------------------
+    def watch_output(self, job, complete) -> None:
+        """Cancel the job once `complete()` has been true for HUNG_GRACE seconds."""
+        self._complete[id(job)] = (complete, None)
+
+    def hung_for(self, job) -> float | None:
+        return self._hung.get(id(job))
+
+    def poll(self, *jobs):
+        super().poll(*jobs)
+        now = time.time()
+        for job in jobs:
+            if job is None or id(job) not in self._complete:
+                continue
+            complete, since = self._complete[id(job)]
+            if job.state != "RUNNING" or job.is_cancelling:
+                if job.state not in ("PENDING", "CONFIGURING", None):
+                    self._complete.pop(id(job))
+                continue
+            if since is None:
+                if _safely(complete):
+                    self._complete[id(job)] = (complete, now)
+            elif now - since >= HUNG_GRACE:
+                self.log(f"job {job.jobid}: output complete {now - since:.0f} s ago and "
+                         "still running; cancelling it")
+                self._hung[id(job)] = now - since
+                self._complete.pop(id(job))
+                self.cancel(job)
 
     # -- nodes --------------------------------------------------------------------------
     def _nodes(self, partition: str) -> tuple[str, list[SlurmNode]]:
