@@ -38,7 +38,7 @@ import time
 from dataclasses import dataclass
 
 from reframe.core.backends import register_scheduler
-from reframe.core.exceptions import ConfigError, JobBlockedError
+from reframe.core.exceptions import ConfigError, JobBlockedError, ReframeError
 from reframe.core.schedulers.slurm import SqueueJobScheduler, slurm_state_pending
 from reframe.utility import osext
 
@@ -197,13 +197,14 @@ class SqueueAllJobScheduler(SqueueJobScheduler):
         partition, needed = job_shape(job)
         try:
             name, nodes = self._nodes(partition)
-        except OSError:
+        except (OSError, ReframeError):  # sinfo missing or failing: let Slurm decide
             return ""
         return unavailable(nodes, needed, name, count_not_responding)
 
     def submit(self, job):
         why = self._why_unavailable(job, count_not_responding=False)
         if why:
+            self._complete.pop(id(job), None)
             raise NodesUnavailableError(f"not submitted: {why}")
         return super().submit(job)
 
