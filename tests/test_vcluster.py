@@ -417,7 +417,7 @@ def test_hang_after_results_is_cancelled_early(vcluster, buildset, tmp_path):
     env = _openmpi(buildset).environ_name
     t0 = time.monotonic()
     proc, report = _reframe_in_head(
-        vcluster["lay"], tmp_path, "-c", str(VICTIM.parent / "hang_after_results.py"),
+        vcluster["lay"], tmp_path, "-c", str(VICTIM),
         "-n", "HangAfterResults", "-p", f"^{env}$", "--system", "vcluster:compute", "-r",
         retries=0)
     took = time.monotonic() - t0
