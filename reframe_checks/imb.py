@@ -43,6 +43,9 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     #: table ("default", or the RMA mode), rows of size and canonical columns.
     curve = variable(typ.Dict[str, typ.List[typ.Dict[str, float]]], value={})
 
+    #: IMB version and where the install comes from (run record, for reports).
+    imb_version = variable(str, value="")
+
     @run_after("init")
     def _select(self):
         self.bench = BY_KEY[self.benchmark]
@@ -58,6 +61,8 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     @run_before("run")
     def _command(self):
         imb = self.build.benchmarks["imb"]
+        self.imb_version = " ".join(x for x in (imb.version, f"({imb.provenance})"
+                                                if imb.provenance else "") if x)
         self.executable = shlex.quote(os.path.join(imb.bin_dir, self.bench.binary))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]

@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then scripts/setup.sh --cluster; else scripts/setup.sh; fi
-.venv/bin/ruff check src tests reframe_checks site_config
+.venv/bin/ruff check src tests reframe_checks site_config benchmarks
 exec .venv/bin/pytest "$@"

@@ -152,9 +152,9 @@ PROBES = [
     Probe("refs-lower", ["run"], 2, "v: lower threshold -2 must be null or a fraction in "
           "[-1, 0]", {"results/references/local.yaml":
                       REFS_HEAD + "  p: {e: {k: {v: [1, -2, null, us]}}}\n"}),
-    Probe("refs-zero", ["run"], 2, "reference 0: times and rates are positive",
+    Probe("refs-zero", ["run"], 2, "reference 0: a gated time or rate is positive",
           {"results/references/local.yaml": REFS_HEAD + "  p: {e: {k: {v: [0, null, 1, us]}}}\n"}),
-    Probe("refs-negative", ["run"], 2, "reference -5: times and rates are positive",
+    Probe("refs-negative", ["run"], 2, "reference -5: a gated time or rate is positive",
           {"results/references/local.yaml": REFS_HEAD + "  p: {e: {k: {v: [-5, -0.1, null, "
            "MB/s]}}}\n"}),
     Probe("refs-index", ["run"], 2, "ImbCheck.$index: is ['$environ']",

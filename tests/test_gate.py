@@ -201,3 +201,23 @@ def test_injection_spec_per_build():
     for bad in ("mpich", "mpich:slow=2", "mpich(:clock=1"):
         with pytest.raises(InjectError, match="MPIMATRIX_INJECT"):
             injection_for("mpich-4.0.2-debian", bad)
+
+
+def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):
+    """IMB's overlap [%] is 0 for many non-blocking collectives: reported, never gated,
+    and the file stays one ReFrame and mpimatrix accept."""
+    sessions = [session(n) for n in BLESS]
+    for s in sessions:
+        tc = next(tc for r in s["runs"] for tc in r["testcases"]
+                  if tc.get("perfvalues") and not tc["fixture"])
+        tc["perfvalues"]["local:default:overlap_1MiB"] = [0.0, None, None, None, "%", "pass"]
+        tc["perf_info"]["overlap_1MiB"] = {"quantity": "overlap", "unit": "%", "size": "1048576",
+                                           "better": "higher"}
+    out = tmp_path / "local.yaml"
+    blessed = references.bless(sessions, 0.1, "local", references.CommentedMap(), {})
+    references.write(blessed, out)
+    data = load_references(out)
+    entries = [pv for env in data["ImbCheck"]["local:default"].values() for k in env.values()
+               for var, pv in k.items() if var == "overlap_1MiB"]
+    assert entries == [[0.0, None, None, "%"]]
+    assert any("overlap_1MiB: median 0.0 is no time or rate" in n for n in blessed.not_gated)

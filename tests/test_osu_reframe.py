@@ -85,3 +85,29 @@ def test_compare_mode_interleaves_builds_within_each_repetition(osu_builds, tmp_
     orders = [[tc["environ"] for tc in run["testcases"]] for run in runs]
     assert orders[0] == orders[1] == orders[2]  # every pass: all builds back to back
     assert sorted(orders[0]) == sorted(b.environ_name for b in osu_builds)
+
+
+@pytest.mark.mpi
+def test_osu_from_source_fixture_builds_once_per_build(buildset, tmp_path):
+    """With MPIMATRIX_OSU_SOURCE, OsuCheck's fixture builds OSU for a build that has none
+    (into the cache, like `mpimatrix osu-build`), and the next session reuses it."""
+    import os
+    import re
+
+    src = os.environ.get("MPIMATRIX_OSU_SOURCE")
+    if not src:
+        pytest.skip("set MPIMATRIX_OSU_SOURCE to an OSU source tree or tarball")
+    build = next(b for b in buildset.builds if "osu" not in b.benchmarks)
+    # one build: MPIMATRIX_ONLY (ReFrame 4.10.4 ignores -p with --mode)
+    env = {"MPIMATRIX_CACHE": str(tmp_path / "cache"), "MPIMATRIX_OSU_SOURCE": src,
+           "MPIMATRIX_ONLY": f"^{re.escape(build.name)}$"}
+    args = ("--mode", "quick", "-n", "OsuCheck.*%benchmark=latency$", "-r")
+    for want in ("built", "reused"):
+        proc, report = run_reframe(tmp_path / want, *args, env=env, timeout=1800)
+        cases = passed_cases(proc, report)
+        assert [tc["benchmark"] for tc in cases] == ["latency"] and cases[0]["osu_version"]
+        fixture = next(tc for r in report["runs"] for tc in r["testcases"]
+                       if tc["name"].startswith("OsuFromSource"))
+        assert fixture["action"] == want
+    record = tmp_path / "cache" / "osu" / build.name / "install" / "mpimatrix-osu.json"
+    assert record.exists()

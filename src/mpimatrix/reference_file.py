@@ -52,9 +52,10 @@ def entry_problem(value) -> str:
     ref, lower, upper, unit = value
     if not _is_number(ref):
         return f"reference {ref!r} is not a finite number"
-    if ref <= 0:
-        return (f"reference {ref!r}: times and rates are positive (a reference of 0 or less "
-                "would let every value pass or fail)")
+    if ref < 0 or (ref == 0 and (lower is not None or upper is not None)):
+        return (f"reference {ref!r}: a gated time or rate is positive (a reference of 0 or "
+                "less would let every value pass or fail); only a value reported without "
+                "thresholds, such as an overlap of 0 %, may be 0")
     if lower is not None and not (_is_number(lower) and -1 <= lower <= 0):
         return f"lower threshold {lower!r} must be null or a fraction in [-1, 0]"
     if upper is not None and not (_is_number(upper) and upper >= 0):

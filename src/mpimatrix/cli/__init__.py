@@ -10,15 +10,14 @@ import sys
 from ..builds.record import BuildError
 from ..builds.sources import load_builds
 from ..reference_file import ReferenceFileError
-from ..results import summary
 from ..results.references import BlessError
 from ..results.sessions import SessionError
 from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import bless, changes, cluster, osu_build, spack
-from .session_args import sessions_from_args
+from . import bless, changes, cluster, osu_build, report, spack
+from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
 
 
 def cmd_builds(args) -> int:
@@ -65,12 +64,6 @@ def cmd_run(args) -> int:
                        wait=not args.no_wait, partitions=args.partition)
 
 
-def cmd_report(args) -> int:
-    for s in sessions_from_args(args):
-        print(summary.format_table(s, width=args.width))
-    return 0
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpimatrix", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -102,13 +95,7 @@ def parser() -> argparse.ArgumentParser:
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    s = sub.add_parser("report", help="summarise a run")
-    s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
-    s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
-    s.add_argument("--width", type=int, default=200)
-    s.set_defaults(func=cmd_report)
-
-    for module in (bless, changes, cluster, spack, osu_build):
+    for module in (bless, changes, cluster, spack, osu_build, report):
         module.register(sub)
     return p
 

@@ -29,7 +29,12 @@ def _build_of(test) -> BuildRecord:
     return BuildRecord.from_dict(env.extras["build"], origin=f"environment {env.name}")
 
 
-class ProbeBuild(rfm.CompileOnlyRegressionTest):
+class _Fixture(rfm.CompileOnlyRegressionTest):
+    #: The modes set `profile` on every test (-S profile=...): known, unused here.
+    profile = variable(str, value="quick")
+
+
+class ProbeBuild(_Fixture):
     """The placement and ping-pong probes and the regression injector (a PMPI
     library), compiled with the build's own wrapper."""
 
@@ -52,7 +57,7 @@ class ProbeBuild(rfm.CompileOnlyRegressionTest):
         return os.path.join(self.stagedir, probe)
 
 
-class OsuFromSource(rfm.CompileOnlyRegressionTest):
+class OsuFromSource(_Fixture):
     """OSU for a build without OSU, from the source MPIMATRIX_OSU_SOURCE names,
     installed into the cache like `mpimatrix osu-build` does (and reused from there
     while the source is the same). A build that has OSU needs nothing built."""
@@ -65,6 +70,9 @@ class OsuFromSource(rfm.CompileOnlyRegressionTest):
     #: where the OSU binaries of this build are (after the fixture ran)
     bin_dir = variable(str, value="")
     osu_version = variable(str, value="")
+    #: what the fixture did: "built", "reused" (the cache's install of this source) or
+    #: "present" (the build has its own OSU)
+    action = variable(str, value="")
 
     sourcesdir = None
 
@@ -76,14 +84,16 @@ class OsuFromSource(rfm.CompileOnlyRegressionTest):
         cached = install_record(build.name)
         source = Path(self.osu_source) if self.osu_source else None
         if osu is not None and (source is None or osu.provenance == "spack"):
-            self.bin_dir, self.osu_version = osu.bin_dir, osu.version
+            self.bin_dir, self.osu_version, self.action = osu.bin_dir, osu.version, "present"
         elif source is None:
             raise ReframeBuildError(f"{build.name} has no OSU and {OSU_SOURCE_ENV} is unset")
         elif cached and cached.get("source_sha256") == source_digest(source):
             self.bin_dir, self.osu_version = cached["bin_dir"], str(cached.get("version", ""))
+            self.action = "reused"
         else:
             plan = self._osu_plan = plan_osu_build(build, source, jobs=os.cpu_count())
             self._t0 = time.time()
+            self.action = "built"
             self.build_system.commands = [
                 f"bash {shlex.quote(str(plan.script))} > {shlex.quote(str(plan.log))} 2>&1"]
             return

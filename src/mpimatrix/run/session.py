@@ -55,6 +55,9 @@ def session_extras(extra: dict[str, str] | None = None) -> str:
               "builds": "+".join(b.environ_name for b in bs.builds)}
     if bs.lock_sha256:
         extras["spack_lock"] = bs.lock_sha256
+    if bs.skipped:  # ReFrame splits the extras at commas
+        extras["skipped_builds"] = " | ".join(
+            f"{s.name}: {s.reason}" for s in bs.skipped).replace(",", ";")
     extras.update(extra or {})
     return ",".join(f"{k}={v}" for k, v in extras.items())
 

@@ -43,3 +43,15 @@ def stored_sessions(uuids: list[str]) -> list[dict]:
 def sessions_in(period: str) -> list[dict]:
     """The stored sessions that started in a period, ReFrame's syntax (now-30d:now)."""
     return _describe(period)
+
+
+_UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+
+
+def database_is_empty() -> bool:
+    """Whether the results database holds no session at all (or does not exist)."""
+    if not results_db().exists():
+        return True
+    proc = subprocess.run(reframe_cmd("--list-stored-sessions=all"), capture_output=True,
+                          text=True)
+    return proc.returncode == 0 and not _UUID.search(proc.stdout)

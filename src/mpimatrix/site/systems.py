@@ -78,3 +78,30 @@ def site_systems(envs: list[str]) -> list[dict]:
     if not d.is_dir():
         return []
     return [load_system(p, envs) for p in sorted(d.glob("*.yaml"))]
+
+
+#: Partition extras a report reads for cost (ReFrame ignores unknown extras).
+PRICE_KEYS = ("price_per_node_hour", "currency", "fabric")
+
+
+def partition_prices() -> dict[str, dict]:
+    """{"system:partition": {price_per_node_hour, currency, fabric}} of the site's
+    partitions that set `extras: {price_per_node_hour: ...}`."""
+    out = {}
+    d = systems_dir()
+    for path in sorted(d.glob("*.yaml")) if d.is_dir() else []:
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except (OSError, yaml.YAMLError) as err:
+            raise _fail(path, f"cannot read the ReFrame system ({err})") from None
+        for part in data.get("partitions") or [] if isinstance(data, dict) else []:
+            extras = part.get("extras") if isinstance(part, dict) else None
+            if not isinstance(extras, dict) or "price_per_node_hour" not in extras:
+                continue
+            price = extras["price_per_node_hour"]
+            if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                raise _fail(path, f"partition {part.get('name', '?')}: price_per_node_hour "
+                            f"{price!r} must be a number >= 0 (price of one node for one hour)")
+            out[f"{data.get('name', path.stem)}:{part.get('name', '?')}"] = {
+                k: extras[k] for k in PRICE_KEYS if k in extras}
+    return out

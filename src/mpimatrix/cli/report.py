@@ -1,0 +1,116 @@
+"""`mpimatrix report`: the summary table of a session, or (--html) the HTML report of
+stored sessions with its Markdown summary, for people and for mail or a CI log."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from ..paths import references_dir, reports_dir, results_db
+from ..reference_file import ReferenceFileError
+from ..results import references, summary
+from ..results.report import load, make_report, write
+from ..results.report.cost import PriceError, read_prices
+from ..results.report.screenshot import ScreenshotError, screenshot
+from ..results.sessions import SessionError
+from ..run.stored import database_is_empty, sessions_in
+from ..site.systems import partition_prices
+from .session_args import sessions_from_args
+
+AGE = re.compile(r"\d+[mhdw]")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def report_sessions(args) -> list[dict]:
+    """The sessions named by --report and --session (UUIDs or ReFrame periods), plus those
+    of the last --since; by default the latest run's report."""
+    since = args.since
+    if since and not AGE.fullmatch(since):
+        raise SessionError(f"--since {since!r}: give an age such as 14d, 12h, 2w or 90m")
+    empty = SessionError(f"the results database {results_db()} holds no session: run "
+                         "`mpimatrix run` first")
+    stored = bool(since or args.session)
+    try:
+        sessions = sessions_in(f"now-{since}:now") if since else []
+        if args.report or args.session or not since:
+            sessions += sessions_from_args(args)
+    except SessionError as err:
+        if stored and database_is_empty():
+            raise SessionError(f"{err}; the database holds no session: run `mpimatrix "
+                               "run` first") from None
+        raise
+    if not sessions:  # a period with no session
+        if database_is_empty():
+            raise empty
+        raise SessionError(f"no stored session started in the last {since}")
+    return sessions
+
+
+def cmd_report(args) -> int:
+    sessions = report_sessions(args)
+    if not args.html:
+        for s in sessions:
+            print(summary.format_table(s, width=args.width))
+        return 0
+    data = load(sessions)  # one system, or a clear message
+    ref_file = Path(args.references) if args.references else \
+        references_dir() / f"{data.system}.yaml"
+    try:
+        refs, stats = references.read(ref_file)
+        prices = {**partition_prices(), **(read_prices(args.prices) if args.prices else {})}
+    except (ReferenceFileError, references.BlessError, PriceError) as err:
+        raise SessionError(str(err)) from None
+    name = args.name or default_name(data)
+    if not NAME.fullmatch(name):
+        raise SessionError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
+    rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
+                      baseline=args.baseline, max_trends=args.max_trends)
+    html, md = write(Path(args.output_dir) if args.output_dir else reports_dir(), name,
+                     rep.html, rep.markdown)
+    print(rep.markdown)
+    print(f"report: {html} ({len(rep.plots)} plots)")
+    print(f"summary: {md}")
+    if args.screenshot:
+        try:
+            print(f"screenshot: {screenshot(html, Path(args.screenshot))}")
+        except ScreenshotError as err:
+            print(f"mpimatrix report: {err}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def default_name(data) -> str:
+    cur = data.current
+    stamp = cur.date.replace("-", "").replace(" ", "T").replace(":", "")
+    kind = "trend" if len(data.sessions) > 1 else cur.mode
+    return f"{kind}-{stamp}"
+
+
+def register(sub) -> None:
+    s = sub.add_parser(
+        "report", help="summarise a run; --html: the HTML report of stored sessions",
+        description="Without --html: the summary table of each session. With --html: "
+        "results/reports/<name>.html (plots embedded, opens without network) and "
+        "<name>.md (the summary for mail or a CI log) from the sessions given.")
+    s.add_argument("--session", action="append", metavar="UUID|PERIOD",
+                   help="stored session: a UUID or a ReFrame time period such as "
+                   "now-7d:now (repeatable)")
+    s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
+    s.add_argument("--since", metavar="AGE", help="the stored sessions of the last AGE "
+                   "(14d, 12h, 2w): a nightly trend")
+    s.add_argument("--width", type=int, default=200, help="text table width")
+    s.add_argument("--html", action="store_true", help="write the HTML report and summary")
+    s.add_argument("--name", help="report name (default: <mode>-<time> of the newest "
+                   "session, trend-<time> for several)")
+    s.add_argument("--output-dir", help="where to write (default results/reports)")
+    s.add_argument("--baseline", metavar="BUILD", help="build the others are compared to "
+                   "(default: the first by name)")
+    s.add_argument("--references", metavar="FILE", help="reference file (default "
+                   "results/references/<system>.yaml)")
+    s.add_argument("--prices", metavar="FILE", help="prices per node-hour: {system:partition:"
+                   " {price_per_node_hour, currency, fabric}}, over the partitions' extras")
+    s.add_argument("--max-trends", type=int, default=24, help="trend plots at most (24)")
+    s.add_argument("--screenshot", metavar="PNG", help="also a screenshot of the page's top "
+                   "by headless Chromium")
+    s.set_defaults(func=cmd_report)

@@ -1,0 +1,165 @@
+"""Sessions in, one page out: the context of the templates, section by section."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from . import compare, cost, front, judge, layouts, page, trend
+from .curves import curve_jobs, reference_points, unsized_plot
+from .figures import Colours, Plot
+from .model import Line, ReportData, load
+from .render import Job, resolve
+from .stats import crossovers, curves
+from .trendplot import cost_plot, trend_plot
+
+
+@dataclass
+class Report:
+    html: str
+    markdown: str
+    plots: list[Plot]
+    context: dict
+
+
+def make_report(sessions: list[dict], *, name: str = "report", references: dict | None = None,
+                statistics: dict | None = None, prices: dict | None = None,
+                baseline: str | None = None, verdicts: list | None = None,
+                change_points: list | None = None, max_trends: int = 24) -> Report:
+    """The report of the sessions (one system). `statistics`: the reference file's noise
+    statistics (<system>.stats.yaml; default its `$statistics` section, if any).
+    verdicts and change_points are the seams of the regression gate and of the history
+    (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
+    results.history itself."""
+    data = load(sessions, references)
+    if statistics is None:
+        statistics = (references or {}).get("$statistics") or {}
+    if verdicts is None:
+        verdicts = judge.gate_verdicts(data.current.raw, data.confirming(data.current),
+                                       statistics)
+    if change_points is None:
+        change_points = judge.history_change_points([s.raw for s in data.sessions])
+    prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
+    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
+    cur = data.current
+    cv = curves(cur.cases)
+    ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
+                 "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    ctx.update(front_page(data, verdicts, statistics))
+    ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
+    ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
+    ctx.update(layout_section(cv, colours))
+    ctx.update(compare_section(data, cv, colours, baseline))
+    ctx.update(trend_section(data, colours, change_points, max_trends))
+    ctx.update(cost_section(data, prices))
+    every = resolve(ctx)
+    ctx["plot_count"] = len(every)
+    return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
+
+
+def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
+    cur = data.current
+    judged = [front.Verdict.of(v) for v in verdicts]
+    confirmations = len(data.confirming(cur))
+    gate = ("the regression gate: a value outside its tolerance is a regression when the "
+            "median of all its samples (the session's runs"
+            f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}) is "
+            "still outside")
+    rows = [front.describe(v, cur.cases) for v in judged]
+    regs = [r for r in rows if r["status"] == "regression"]
+    fails = front.failures(cur)
+    not_gated = front.not_gated(statistics) + [
+        {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,
+         "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
+        for v in judged if v.status == "not_gated"]
+    cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}))
+    return {
+        "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
+        "improvements": [r for r in rows if r["status"] == "improvement"],
+        "noise": [r for r in rows if r["status"] == "noise"],
+        "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
+        "failures": fails, "xfails": front.expected_failures(cur),
+        "builds": front.builds(data), "skipped": cur.skipped_builds,
+        "nodes": front.nodes(cur), "partitions": data.partitions,
+        "lock": cur.lock, "builds_source": cur.info.get("builds_source", ""),
+        "reframe": cur.info.get("version", ""), "current": session_row(cur),
+        "sessions": [session_row(s) for s in reversed(data.sessions)],
+    }
+
+
+def session_row(s) -> dict:
+    counts = s.counts()
+    return {"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
+            "elapsed": s.info.get("time_elapsed"), "cases": len({c.key for c in s.cases}),
+            "failures": counts.get("fail", 0) + counts.get("abort", 0), "lock": s.lock,
+            "reframe": s.info.get("version", ""), "host": s.info.get("hostname", "")}
+
+
+def layout_section(cv, colours: Colours) -> dict:
+    chosen = layouts.layout_benchmarks(cv)
+    xs = crossovers(cv)
+    return {"layout_plots": [Job(layouts.layout_plot, (b, t, c, cv, colours))
+                             for b, t, c in chosen],
+            "crossover_plot": Job(layouts.crossover_plot, (xs, colours)),
+            "crossover_table": layouts.crossover_table(xs, colours),
+            "placements": sorted({pl for cols in cv.values() for c in cols.values()
+                                  for pl in c})}
+
+
+def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None) -> dict:
+    lines = data.lines()
+    base = compare.choose_baseline(lines, wanted)
+    out = {"baseline": colours.label(base) if base else "", "compare_plots": [],
+           "compare_rows": [], "compare_counts": {}, "baseline_missing": ""}
+    if wanted and base is None:
+        out["baseline_missing"] = (f"no build {wanted!r} in the current session; builds: "
+                                   + ", ".join(sorted({ln.build for ln in lines})))
+        base = compare.choose_baseline(lines, None)
+        out["baseline"] = colours.label(base) if base else ""
+    if base is not None and len(lines) > 1:
+        plots, rows, counts = compare.comparisons(cv, lines, base, colours)
+        out.update(compare_plots=plots, compare_rows=rows, compare_counts=counts)
+    return out
+
+
+def trend_section(data: ReportData, colours: Colours, change_points, limit: int) -> dict:
+    gated = trend.series(data, gated_only=True)
+    everything = gated or trend.series(data, gated_only=False)
+    cps = trend.attach(everything, change_points, data)
+    out = {"trend_plots": [], "trend_rows": [], "trend_gated": bool(gated),
+           "change_points": cps, "trend_sessions": len(data.sessions), "trend_total": 0}
+    if not trend.spans(data):
+        return out
+    changes = trend.provenance_changes(data)
+    starts = {s.uuid: s.start for s in data.sessions}
+    groups = defaultdict(list)
+    for s in everything:
+        groups[s.group].append(s)
+    chosen = trend.select(everything, limit)
+    out["trend_plots"] = [Job(trend_plot, (g, groups[g], colours, changes, starts))
+                          for g in chosen]
+    out["trend_total"] = len(groups)
+    out["trend_rows"] = sorted(
+        ({"build": colours.label(Line(s.build, s.partition)), "check": s.check,
+          "placement": s.placement,
+          "what": s.what, "unit": s.unit, "n": len(s.points), "first": s.points[0][2],
+          "last": s.points[-1][2], "ref": s.ref[0] if s.ref else None, "drift": s.drift,
+          "failed": s.failed, "changes": len(s.change_points)} for s in everything),
+        key=lambda r: (-r["changes"], -r["failed"], -abs(r["drift"])))
+    return out
+
+
+def cost_section(data: ReportData, prices: dict) -> dict:
+    cur = data.current
+    sessions = cost.per_session(data, prices)
+    per_build = cost.totals(cur.cases, prices, lambda c: c.line.build)
+    per_bench = cost.totals(cur.cases, prices, lambda c: f"{c.check} · {c.placement}")
+    fabric = [{"first": a, "second": b, "p1": prices[a], "p2": prices[b],
+               "rows": cost.fabric_table(cur, prices, a, b)}
+              for a, b in cost.fabric_pairs(prices, data.partitions)]
+    return {"cost_sessions": sessions, "cost_builds": per_build, "cost_benchmarks": per_bench,
+            "cost_fabric": fabric, "prices": {p: prices[p] for p in data.partitions
+                                               if p in prices},
+            "cost_plot": Job(cost_plot, (sessions, per_build)),
+            "unpriced": [p for p in data.partitions if p not in prices]}

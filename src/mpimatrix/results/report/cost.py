@@ -1,0 +1,132 @@
+"""Node-hours and cost, and seed 004's fabric comparison.
+
+A test case costs its run time (ReFrame's time_run: the job, launcher included) x the
+nodes it held. A price per node-hour per partition (`extras: {price_per_node_hour: 1.95,
+currency: USD, fabric: infiniband}` in site_config/systems/<cluster>.yaml, or a
+--prices file) turns node-hours into money. Two priced partitions whose `fabric`
+differs get seed 004's table: cost = minutes x nodes x price per hour / 60, the
+difference and the percentage, per build, benchmark and placement both ran.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+import yaml
+
+from .model import Case, ReportData, Session
+
+
+class PriceError(Exception):
+    """A price that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Price:
+    per_node_hour: float
+    currency: str = ""
+    fabric: str = ""
+
+    @classmethod
+    def of(cls, item, where: str = "") -> Price:
+        if isinstance(item, cls):
+            return item
+        price = item.get("price_per_node_hour") if isinstance(item, dict) else None
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+            raise PriceError(f"{where or 'price'}: expected {{price_per_node_hour: <number "
+                             f">= 0>, currency: USD, fabric: infiniband}}, got {item!r}")
+        return cls(float(price), str(item.get("currency", "")), str(item.get("fabric", "")))
+
+
+def read_prices(path) -> dict[str, Price]:
+    """A prices file: {"system:partition": {price_per_node_hour, currency, fabric}}."""
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise PriceError(f"{path}: cannot read the prices ({err})") from None
+    if not isinstance(data, dict):
+        raise PriceError(f"{path}: expected a mapping of system:partition to prices")
+    bad = [k for k in data if not isinstance(k, str) or ":" not in k]
+    if bad:
+        raise PriceError(f"{path}: keys must be system:partition, e.g. vcluster:compute "
+                         f"(got {bad[0]!r})")
+    return {k: Price.of(v, f"{path}: {k}") for k, v in data.items()}
+
+
+def node_hours(c: Case) -> float:
+    return float(c.tc.get("time_run") or 0) * c.nodes / 3600
+
+
+def money(value: float | None, currency: str) -> str:
+    if value is None:
+        return "-"
+    digits = 2 if abs(value) >= 1 else 4 if abs(value) >= 0.01 else 6
+    return f"{currency} {value:.{digits}f}".strip()
+
+
+def totals(cases: list[Case], prices: dict[str, Price], key) -> list[dict]:
+    """Node-hours and cost grouped by key(case), largest first."""
+    hours: dict[str, float] = defaultdict(float)
+    cost: dict[str, float] = defaultdict(float)
+    priced: dict[str, bool] = defaultdict(lambda: True)
+    for c in cases:
+        k = key(c)
+        h = node_hours(c)
+        hours[k] += h
+        p = prices.get(c.line.partition)
+        if p is None:
+            priced[k] = False
+        else:
+            cost[k] += h * p.per_node_hour
+    currency = next((p.currency for p in prices.values()), "")
+    return [{"what": k, "node_hours": hours[k],
+             "cost": money(cost[k], currency) if priced[k] and prices else "-"}
+            for k in sorted(hours, key=lambda k: -hours[k])]
+
+
+def per_session(data: ReportData, prices: dict[str, Price]) -> list[dict]:
+    rows = []
+    for s in data.sessions:
+        t = totals(s.cases, prices, lambda c: "all")
+        rows.append({"what": f"{s.date} {s.mode} ({s.uuid[:8]})",
+                     "node_hours": t[0]["node_hours"] if t else 0.0,
+                     "cost": t[0]["cost"] if t else "-"})
+    return rows
+
+
+def fabric_pairs(prices: dict[str, Price], partitions: list[str]) -> list[tuple[str, str]]:
+    """Priced partitions of the session that differ in fabric, the dearer first."""
+    priced = [p for p in partitions if p in prices and prices[p].fabric]
+    out = []
+    for a, b in combinations(priced, 2):
+        if prices[a].fabric != prices[b].fabric:
+            out.append((a, b) if prices[a].per_node_hour >= prices[b].per_node_hour else (b, a))
+    return out
+
+
+def fabric_table(s: Session, prices: dict[str, Price], first: str, second: str
+                 ) -> list[dict]:
+    """Seed 004's table 3: minutes and cost on both partitions, difference, percentage
+    (> 0: the first partition is cheaper)."""
+    minutes: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    node_count: dict[tuple, int] = {}
+    for c in s.cases:
+        if c.passed and c.line.partition in (first, second):
+            key = (c.line.build, c.check, c.placement)
+            minutes[key][c.line.partition].append(float(c.tc.get("time_run") or 0) / 60)
+            node_count[key] = c.nodes
+    rows = []
+    for key, parts in sorted(minutes.items()):
+        if first not in parts or second not in parts:
+            continue
+        m1, m2 = statistics.median(parts[first]), statistics.median(parts[second])
+        c1 = m1 * node_count[key] * prices[first].per_node_hour / 60
+        c2 = m2 * node_count[key] * prices[second].per_node_hour / 60
+        rows.append({"build": key[0], "check": key[1], "placement": key[2],
+                     "nodes": node_count[key], "min1": m1, "cost1": c1, "min2": m2,
+                     "cost2": c2, "diff": c2 - c1, "pct": (c2 - c1) / c1 * 100 if c1 else None})
+    return rows

@@ -1,0 +1,151 @@
+"""Per benchmark: value vs message size, one line per build, the min-max band over the
+repetitions around the median, intranode beside internode, references drawn where they
+exist; unsized values (Barrier, atomics) as bars."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..sessions import perf_values
+from .figures import Colours, Plot, grid, legend_below, log_y, size_axis, to_plot
+from .model import Case, Line, placement_label, placement_order
+from .render import Job
+from .stats import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
+
+PAIR = ("intranode", "internode")
+#: (benchmark, placement, line, higher is better) -> [(size, ref, low, high)]
+RefPoints = dict[tuple[str, str, Line, bool], list[tuple[float, float, float, float]]]
+
+
+def reference_points(cases: list[Case]) -> RefPoints:
+    """The references of the sized performance values, with their tolerance band."""
+    out: RefPoints = defaultdict(list)
+    seen = set()
+    for c in cases:
+        for pv in perf_values(c.tc):
+            if not pv.ref or pv.size is None or pv.unit == "%":
+                continue
+            key = (c.benchmark, c.placement, c.line, pv.higher_is_better)
+            if (key, pv.size) in seen:
+                continue
+            seen.add((key, pv.size))
+            lo = pv.ref * (1 + pv.lower) if pv.lower is not None else pv.ref
+            hi = pv.ref * (1 + pv.upper) if pv.upper is not None else pv.ref
+            out[key].append((float(pv.size), pv.ref, lo, hi))
+    return out
+
+
+def shown_placements(placements: list[str]) -> list[str]:
+    """Intranode beside internode; other layouts only when a benchmark has neither."""
+    pair = [p for p in PAIR if p in placements]
+    return pair or sorted(placements, key=placement_order)[:2]
+
+
+def curve_jobs(cv: Curves, refs: RefPoints, colours: Colours) -> list[Job]:
+    out = []
+    # point-to-point (a rate column) first, then collectives, each by name
+    for (bench, table), cols in sorted(cv.items(), key=lambda kv: (
+            not any(c in RATE_COLUMNS for c in kv[1]), kv[0])):
+        if not any(sized(pts) for pls in cols.values() for ln in pls.values()
+                   for pts in ln.values()):
+            continue
+        out.append(Job(benchmark_plot, (bench, table, cols, refs, colours)))
+    return out
+
+
+def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
+                   colours: Colours) -> Plot:
+    columns = list(cols)
+    placements = shown_placements(sorted({p for c in cols.values() for p in c}))
+    lines = {ln for c in cols.values() for pl in placements for ln in c.get(pl, {})}
+    labels = [colours.label(ln) for ln in lines]
+    if any(refs.get((bench, pl, ln, higher_is_better(col)))
+           for col in columns for pl in placements for ln in lines):
+        labels.append("reference ± tolerance")
+    fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75,
+                     legend=labels)
+    title = f"{bench}{'' if table == 'default' else ' ' + table}"
+    for i, col in enumerate(columns):
+        for j, pl in enumerate(placements):
+            ax = axes[i][j]
+            lines = cols[col].get(pl, {})
+            draw_lines(ax, lines, colours)
+            draw_refs(ax, [(ln, refs.get((bench, pl, ln, higher_is_better(col)), []))
+                           for ln in lines], colours)
+            size_axis(ax, [p.size for pts in lines.values() for p in pts if p.size])
+            log_y(ax, [v for pts in lines.values() for p in pts for v in p.values])
+            ax.set_ylabel(f"{col} ({unit_of(col)})")
+            if i == 0:
+                ax.set_title(placement_label(pl))
+            if not lines:
+                ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center",
+                        color="#888888")
+    fig.suptitle(title, fontweight="bold")
+    legend_below(fig, axes.flat)
+    alt = f"{title}: {', '.join(columns)} vs message size, {' and '.join(placements)}"
+    return to_plot(fig, f"curve-{title}", title, alt)
+
+
+def draw_lines(ax, lines: dict[Line, list[Point]], colours: Colours) -> None:
+    for line, pts in sorted(lines.items()):
+        pts = [p for p in pts if p.size]
+        if not pts:
+            continue
+        style = colours.of(line)
+        x = [p.size for p in pts]
+        ax.plot(x, [p.mid for p in pts], marker="o", markersize=3, linewidth=1.4,
+                label=colours.label(line), **style)
+        if any(p.n > 1 for p in pts):
+            ax.fill_between(x, [p.lo for p in pts], [p.hi for p in pts], alpha=0.18,
+                            color=style["color"], linewidth=0)
+
+
+def draw_refs(ax, per_line, colours: Colours) -> None:
+    for line, points in per_line:
+        for size, ref, lo, hi in points:
+            ax.errorbar([size], [ref], yerr=[[ref - lo], [hi - ref]], fmt="D",
+                        markersize=5, mfc="none", capsize=4, elinewidth=1,
+                        color=colours.of(line)["color"], label="reference ± tolerance")
+
+
+def unsized_plot(cv: Curves, colours: Colours) -> Plot | None:
+    """Single-value benchmarks as bars (median) with min-max whiskers, per placement."""
+    rows: dict[str, dict[str, dict[Line, Point]]] = defaultdict(dict)
+    for (bench, table), cols in sorted(cv.items()):
+        col = next(iter(cols))
+        for pl, lines in cols[col].items():
+            for line, pts in lines.items():
+                if pts and not sized(pts):
+                    name = f"{bench}{'' if table == 'default' else ' ' + table}"
+                    rows[pl].setdefault(name, {})[line] = pts[0]
+    if not rows:
+        return None
+    placements = shown_placements(list(rows))
+    names = sorted({n for pl in placements for n in rows[pl]})
+    lines = sorted({ln for pl in placements for v in rows[pl].values() for ln in v})
+    fig, axes = grid(1, len(placements), 3.4, max(1.5, 0.16 * len(names) * len(lines)),
+                     left=0.35 + 0.075 * max(len(n) for n in names), top=0.75, bottom=0.55,
+                     legend=[colours.label(ln) for ln in lines], gap_w=0.3, sharey=True)
+    axes = axes[0]
+    h = 0.8 / max(1, len(lines))
+    for ax, pl in zip(axes, placements, strict=False):
+        for k, line in enumerate(lines):
+            ys, mids, errs = [], [], [[], []]
+            for i, n in enumerate(names):
+                p = rows[pl].get(n, {}).get(line)
+                if p is not None:
+                    ys.append(i + k * h - 0.4 + h / 2)
+                    mids.append(p.mid)
+                    errs[0].append(p.mid - p.lo)
+                    errs[1].append(p.hi - p.mid)
+            ax.barh(ys, mids, height=h * 0.9, xerr=errs, capsize=2, alpha=0.85,
+                    label=colours.label(line), **colours.bar(line))
+        ax.set_yticks(range(len(names)), names)
+        ax.invert_yaxis()
+        log_y(ax, [p.hi for n in names for p in rows[pl].get(n, {}).values()], axis="x")
+        ax.set_xlabel("time (µs)")
+        ax.set_title(placement_label(pl))
+    fig.suptitle("Single-value benchmarks", fontweight="bold")
+    legend_below(fig, axes)
+    return to_plot(fig, "unsized", "Single-value benchmarks",
+                   "bars of the single-value benchmarks per build")

@@ -1,0 +1,162 @@
+"""The front page: the verdict, what failed and why, the builds and their provenance.
+
+Seam for the regression gate: the report shows the `verdicts` it is given, `Verdict`s or
+dicts with the same keys (by default judge.gate_verdicts: results.gate's verdicts).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ...units import human_size
+from ..sessions import defined, perf_values
+from .model import Case, ReportData, Session, from_mapping
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A confirmed verdict on one performance value of the current session."""
+
+    partition: str  # "system:partition"
+    environ: str  # ReFrame environment of the build
+    ref_key: str  # "MPI1:PingPong@intranode"
+    var: str  # performance variable, "latency_8B"
+    status: str  # "regression" | "improvement" | "pass" | "not_gated"
+    value: float | None = None  # the value judged (e.g. the median over the runs)
+    reference: float | None = None
+    unit: str = ""
+    reason: str = ""  # why: "3 of 3 runs above +30 %", or why the value is not gated
+    build: str = ""  # build name for display (default: the environment)
+
+    @classmethod
+    def of(cls, item) -> Verdict:
+        return from_mapping(cls, item)
+
+
+def describe(v: Verdict, cases: list[Case]) -> dict:
+    """A verdict as a table row: names from the test case, size and change spelled out."""
+    case = next((c for c in cases if c.tc["environ"] == v.environ
+                 and c.tc.get("ref_key") == v.ref_key), None)
+    pv = next((p for p in perf_values(case.tc) if p.var == v.var), None) if case else None
+    size = f" at {human_size(pv.size, ' ')}" if pv and pv.size is not None else ""
+    change = (v.value - v.reference) / v.reference if v.value is not None and v.reference \
+        else None
+    return {"build": v.build or (case.line.build if case else v.environ),
+            "benchmark": case.check if case else v.ref_key.split("@")[0],
+            "placement": case.placement if case else v.ref_key.rpartition("@")[2],
+            "what": f"{pv.quantity if pv else v.var}{size}", "value": v.value,
+            "reference": v.reference, "unit": v.unit, "change": change, "reason": v.reason,
+            "status": v.status}
+
+
+def not_gated(stats: dict | None) -> list[dict]:
+    """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
+    bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
+    {median, spread, n, gated, reason}}}}}})."""
+    out = []
+    if not isinstance(stats, dict):
+        return out
+    for cls, parts in stats.items():
+        for part, envs in (parts or {}).items():
+            for env, keys in (envs or {}).items():
+                for ref_key, pvars in (keys or {}).items():
+                    for var, st in (pvars or {}).items():
+                        if isinstance(st, dict) and st.get("gated") is False:
+                            out.append({"check": cls, "partition": part, "environ": env,
+                                        "ref_key": ref_key, "var": var,
+                                        "median": st.get("median"), "spread": st.get("spread"),
+                                        "n": st.get("n"), "reason": st.get("reason", "")})
+    return out
+
+
+def unreferenced(s: Session) -> int:
+    """Performance values of the session that have no reference (not blessed)."""
+    return sum(1 for c in s.cases if c.passed for pv in perf_values(c.tc) if not pv.ref)
+
+
+def failures(s: Session) -> list[dict]:
+    """Test cases that failed in some run, with the first reason, and how often; a
+    failure of the performance stage alone is a regression, listed with those."""
+    attempts: dict[tuple, list[Case]] = defaultdict(list)
+    for c in s.cases:
+        attempts[c.key].append(c)
+    out = []
+    for cases in attempts.values():
+        bad = [c for c in cases if c.tc.get("result") in ("fail", "abort", "error")
+               and c.tc.get("fail_phase") != "performance"]
+        if not bad:
+            continue
+        c = bad[0]
+        reason = " ".join((c.tc.get("fail_reason") or "").split())
+        out.append({"build": c.line.build, "partition": c.line.partition, "check": c.check,
+                    "placement": c.placement, "phase": c.tc.get("fail_phase") or "",
+                    "reason": reason[:400] + ("…" if len(reason) > 400 else ""),
+                    "failed": len(bad), "attempts": len(cases),
+                    "fixture": bool(c.tc.get("fixture"))})
+    return sorted(out, key=lambda r: (r["build"], r["check"], r["placement"]))
+
+
+def expected_failures(s: Session) -> list[dict]:
+    seen = {}
+    for c in s.cases:
+        if c.tc.get("result") == "xfail":
+            seen.setdefault((c.line.build, c.check, c.placement), " ".join(
+                str(c.tc.get("fail_reason") or c.tc.get("xfail_reason") or "").split())[:300])
+    return [{"build": b, "check": ch, "placement": p, "reason": r}
+            for (b, ch, p), r in sorted(seen.items())]
+
+
+def first_defined(cases: list[Case], var: str) -> str:
+    return next((str(c.tc[var]) for c in cases if defined(c.tc.get(var))), "")
+
+
+def builds(data: ReportData) -> list[dict]:
+    """One row per build of the current session: provenance and how its cases went."""
+    s = data.current
+    per: dict[str, list[Case]] = defaultdict(list)
+    for c in s.cases:
+        per[c.tc["environ"]].append(c)
+    out = []
+    for env, cases in sorted(per.items()):
+        results = defaultdict(int)
+        for c in cases:
+            results[c.tc.get("result", "?")] += 1
+        real = [c for c in cases if not c.tc.get("fixture")]
+        bad_fixture = any(c.tc.get("fixture") for c in cases)
+        status = ("failed" if bad_fixture or (real and all(not c.passed for c in real))
+                  else "partly failed" if results.get("fail") or results.get("abort")
+                  else "ok")
+        out.append({"build": cases[0].line.build, "environ": env,
+                    "provenance": first_defined(cases, "build_provenance"),
+                    "spec": first_defined(cases, "build_spec"),
+                    "hash": first_defined(cases, "build_hash"),
+                    "library": first_defined(cases, "library"),
+                    "imb": first_defined(cases, "imb_version"),
+                    "osu": first_defined(cases, "osu_version"),
+                    "results": dict(results), "status": status})
+    ran = set(per)
+    out += [{"build": env, "environ": env, "status": "no test case ran", "results": {},
+             "provenance": "", "spec": "", "hash": "", "library": "", "imb": "", "osu": ""}
+            for env in s.listed_builds if env not in ran]
+    return out
+
+
+def nodes(s: Session) -> list[str]:
+    names = set()
+    for c in s.cases:
+        for key in ("hosts", "job_nodelist"):
+            v = c.tc.get(key)
+            if isinstance(v, list):
+                names |= {h for h in v if defined(h) and h != "None"}
+    return sorted(names)
+
+
+def verdict_line(regs: list[dict], fails: list[dict], total: int) -> tuple[str, str]:
+    """(css class, sentence) of the verdict."""
+    if regs:
+        return "bad", (f"{len(regs)} performance regression(s)"
+                       + (f" and {len(fails)} failed test case(s)" if fails else ""))
+    if fails:
+        return "warn", f"no performance regression; {len(fails)} failed test case(s)"
+    return "good", f"no regression: all {total} test case(s) passed"

@@ -1,0 +1,63 @@
+"""The regression gate (results.gate) and the history (results.history) in the shapes
+the report's seams take: front.Verdict and trend.ChangePoint."""
+
+from __future__ import annotations
+
+import re
+
+from .. import gate, history
+from ..sessions import check_label, testcases
+from .front import Verdict
+from .trend import ChangePoint
+
+#: The gate's statuses the report shows; pass and no reference are not listed.
+STATUS = {gate.REGRESSION: "regression", gate.NOISE: "noise", gate.NOT_GATED: "not_gated"}
+
+
+def _name(tc: dict) -> str:
+    return re.sub(r"\s*%\.repeat_no=\d+", "", tc["name"])
+
+
+def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
+                  ) -> list[Verdict]:
+    """The gate's verdicts on the current session, its confirmation sessions pooled in."""
+    ref_keys = {(tc.get("environ"), check_label(tc), str(tc.get("placement", ""))):
+                tc.get("ref_key", "") for tc in testcases([current])}
+    out = []
+    for v in gate.verdicts(current, confirmations, stats):
+        status = STATUS.get(v.status)
+        if status is None:
+            continue
+        if status == "not_gated":
+            reason = v.reason or "the reference has no tolerance"
+        else:
+            tol = f"{v.tolerance:+.0%}" if v.tolerance is not None else "none"
+            samples = ", ".join(f"{x:.3g}" for x in v.samples)
+            reason = (f"median of {len(v.samples)} sample(s) [{samples}] "
+                      f"{'outside' if status == 'regression' else 'within'} the tolerance "
+                      f"{tol}")
+        out.append(Verdict(v.partition, v.environ,
+                           ref_keys.get((v.environ, v.check, v.placement), ""), v.var, status,
+                           v.median, v.reference, v.unit, reason, v.build))
+    return out
+
+
+def history_change_points(sessions: list[dict]) -> list[ChangePoint]:
+    """Steps in each value's history (Apache Otava, at least history.MIN_POINTS
+    sessions), with the lock or build hash that changed at the step."""
+    ref_keys = {(tc.get("environ"), _name(tc)): tc.get("ref_key", "")
+                for tc in testcases(sessions)}
+    out = []
+    for c in history.all_changes(sessions):
+        part, env, name, var = c.series.key
+        before, after = c.series.points[c.index - 1], c.point
+        causes = []
+        if before.lock_sha256 != after.lock_sha256:
+            causes.append(f"lock {before.lock_sha256[:8] or 'none'} → "
+                          f"{after.lock_sha256[:8] or 'none'}")
+        if before.build_hash != after.build_hash:
+            causes.append(f"{env} {before.build_hash[:8] or 'none'} → "
+                          f"{after.build_hash[:8] or 'none'}")
+        out.append(ChangePoint(part, env, ref_keys.get((env, name), ""), var, after.session,
+                               c.before, c.after, "; ".join(causes)))
+    return out

@@ -1,0 +1,339 @@
+"""The HTML report on recorded real sessions (tests/fixtures/reports/README.md): what each
+section computes, checked against the raw records; the seams; refusals."""
+
+from __future__ import annotations
+
+import gzip
+import html
+import itertools
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+import pytest
+import yaml
+from helpers import FIXTURES, ROOT
+
+from mpimatrix.results import gate
+from mpimatrix.results.report import ChangePoint, Verdict, load, make_report
+from mpimatrix.results.report.compare import choose_baseline
+from mpimatrix.results.report.judge import history_change_points
+from mpimatrix.results.report.model import session_view
+from mpimatrix.results.report.stats import crossovers, curves, ratios
+from mpimatrix.results.sessions import SessionError
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from derived_session import derive, prices
+
+REPORTS = FIXTURES / "reports"
+
+
+def fixture(name: str) -> dict:
+    with gzip.open(REPORTS / f"{name}.json.gz", "rt") as fp:
+        return json.load(fp)
+
+
+@pytest.fixture(scope="module")
+def compare():
+    return fixture("compare-local-5builds")
+
+
+@pytest.fixture(scope="module")
+def nightly():
+    return [fixture(f"quick-local-{i}") for i in range(1, 6)]
+
+
+@pytest.fixture(scope="module")
+def refs():
+    return yaml.safe_load((REPORTS / "local-references.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def derived(compare):
+    return derive(compare)
+
+
+@pytest.fixture(scope="module")
+def nightly_report(nightly, refs):
+    return make_report(nightly, references=refs)
+
+
+@pytest.fixture(scope="module")
+def derived_report(derived):
+    return make_report([derived], prices=prices())
+
+
+@pytest.fixture(scope="module")
+def compare_report(compare):
+    return make_report([compare], name="t")
+
+
+def raw_values(session: dict, bench: str, env: str, column: str, size: float) -> list[float]:
+    """The column at one size in every run of one test case, straight from the record."""
+    out = []
+    for run in session["runs"]:
+        for tc in run["testcases"]:
+            if tc.get("benchmark") == bench and tc["environ"] == env and tc["result"] == "pass":
+                for row in tc["curve"]["default"]:
+                    if row.get("size") == size:
+                        out.append(row[column])
+    return out
+
+
+def test_compare_bands_are_min_median_max_over_the_three_runs(compare, compare_report):
+    cv = curves(session_view(compare).cases)
+    checked = 0
+    for (bench, table), cols in cv.items():
+        if table != "default" or ("t" not in cols and "t_avg" not in cols):
+            continue
+        col = "t_avg" if "t_avg" in cols else "t"
+        for line, points in cols[col]["intranode"].items():
+            env = next(tc["environ"] for tc in compare["runs"][0]["testcases"]
+                       if tc.get("build_name") == line.build)
+            for p in points:
+                raw = raw_values(compare, bench, env, col, p.size)
+                assert len(raw) == 3 == p.n
+                assert (p.lo, p.mid, p.hi) == (min(raw), statistics.median(raw), max(raw))
+                checked += 1
+    assert checked > 100
+    ctx = compare_report.context
+    sized = {b for (b, _), cols in cv.items() for c in cols.values() for pl in c.values()
+             for pts in pl.values() if len({p.size for p in pts}) > 1}
+    assert len(ctx["curve_plots"]) == len({k for k in cv if k[0] in sized}) > 10
+    assert "3 runs: each line is the median over the runs" in compare_report.html
+    assert ctx["plot_count"] == len(compare_report.plots) == compare_report.html.count(
+        'class="plot"')
+
+
+def test_front_page_names_builds_sessions_and_provenance(compare, compare_report):
+    ctx = compare_report.context
+    info = compare["session_info"]
+    assert ctx["verdict"]["cls"] == "good" and not ctx["regressions"] and not ctx["failures"]
+    envs = set(info["builds"].split("+"))
+    assert {b["environ"] for b in ctx["builds"]} == envs
+    assert all(b["status"] == "ok" and b["library"] for b in ctx["builds"])
+    assert ctx["sessions"][0]["uuid"] == info["uuid"] and ctx["sessions"][0]["runs"] == 3
+    assert ctx["reframe"] == info["version"] and ctx["nodes"] == [info["hostname"]]
+    for env in envs:
+        assert env in compare_report.html or env.replace("_", ".") in compare_report.html
+    assert info["uuid"] in compare_report.markdown
+
+
+def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
+    rep = nightly_report
+    failed = defaultdict(int)
+    for run in nightly[-1]["runs"]:
+        for tc in run["testcases"]:
+            for full, pv in tc["perfvalues"].items():
+                if pv[5] == "fail":
+                    failed[(tc["environ"], tc.get("ref_key"), full.rsplit(":", 1)[-1])] += 1
+    rows = rep.context["regressions"]
+    assert len(rows) == len(failed) > 0
+    assert rep.context["verdict"]["cls"] == "bad"
+    for r in rows:
+        assert r["value"] is not None and r["reference"] and r["change"] is not None
+        # one run: the session's one sample decides
+        assert re.search(r"^median of 1 sample\(s\) \[\S+\] outside the tolerance [+-]30%$",
+                         r["reason"]), r["reason"]
+    # a failure of the performance stage is a regression, not also a failed test case
+    assert all(f["phase"] != "performance" for f in rep.context["failures"])
+    assert f"## Regressions ({len(rows)})" in rep.markdown
+    assert rep.context["gate"].startswith("the regression gate: a value outside its tolerance")
+
+
+def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
+    loaded = fixture("compare-local-5builds-loaded")
+    refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
+    rep = make_report([loaded], references=refs)
+    gated = {(v.environ, v.var, v.check, v.placement): v.status
+             for v in gate.verdicts(loaded, [], None)}
+    want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
+    got = {(r["build"], r["benchmark"], r["placement"], r["what"])
+           for r in rep.context["regressions"] + rep.context["noise"]}
+    assert len(got) == len(want)
+    assert len(rep.context["regressions"]) == sum(st == gate.REGRESSION
+                                                  for st in gated.values())
+
+
+def session_values(sessions: list[dict], env: str, key: str, var: str) -> list[float]:
+    return [pv[0] for s in sessions for run in s["runs"] for tc in run["testcases"]
+            if tc["environ"] == env and tc.get("ref_key") == key
+            for full, pv in tc["perfvalues"].items()
+            if full.endswith(":" + var) and pv[0] is not None]
+
+
+def gate_statistics(refs: dict, sessions: list[dict]) -> dict:
+    """$statistics as the regression gate will write it: a value whose spread over the
+    blessing sessions exceeds the tolerance is not gated."""
+    stats: dict = {}
+    for cls, parts in refs.items():
+        for part, envs in parts.items():
+            if part == "$index":
+                continue
+            for env, keys in envs.items():
+                for key, pvars in keys.items():
+                    for var, (ref, _lo, _hi, _unit) in pvars.items():
+                        vals = session_values(sessions, env, key, var)
+                        med = statistics.median(vals)
+                        spread = (max(vals) - min(vals)) / med if med else 0.0
+                        gated = spread <= 0.3
+                        stats.setdefault(cls, {}).setdefault(part, {}).setdefault(env, {}) \
+                            .setdefault(key, {})[var] = {
+                                "median": ref, "spread": spread, "n": len(vals),
+                                "tolerance": 0.3, "gated": gated, "samples": vals,
+                                "reason": "" if gated else f"spread {spread:.0%} > 30%"}
+    return stats
+
+
+def test_values_not_gated_and_why_come_from_statistics(nightly, refs, nightly_report):
+    stats = gate_statistics(refs, nightly[:2])
+    not_gated = sum(1 for p in stats["ImbCheck"].values() for e in p.values()
+                    for k in e.values() for v in k.values() if not v["gated"])
+    assert not_gated > 0
+    rep = make_report(nightly, references={**refs, "$statistics": stats})
+    rows = rep.context["not_gated"]
+    assert len(rows) == not_gated
+    assert all(r["reason"].startswith("spread ") for r in rows)
+    assert html.escape(rows[0]["reason"]) in rep.html
+    assert nightly_report.context["not_gated"] == []  # no $statistics: tolerated
+
+
+def test_trends_cover_every_session_and_take_change_points(nightly, refs):
+    target = next(tc for tc in nightly[-1]["runs"][0]["testcases"]
+                  if tc.get("benchmark") == "MPI1:PingPong")
+    cp = {"partition": "local:default", "environ": target["environ"],
+          "ref_key": target["ref_key"], "var": "latency_8B",
+          "session": nightly[2]["session_info"]["uuid"], "before": 1.0, "after": 2.0}
+    rep = make_report(nightly, references=refs, change_points=[cp],
+                      verdicts=None, max_trends=6)
+    ctx = rep.context
+    assert ctx["trend_gated"] and 0 < len(ctx["trend_plots"]) <= 6
+    # the values of the sessions before the blessing count too
+    assert max(r["n"] for r in ctx["trend_rows"]) == 5
+    (got,) = ctx["change_points"]
+    assert isinstance(got, ChangePoint)
+    assert got.cause == "no lock or build change between the sessions"
+    assert ctx["trend_rows"][0]["changes"] == 1  # the series with a change point leads
+    assert "trend-imb-mpi1-pingpong-intranode-latency-8b" in rep.html
+    single = make_report(nightly[-1:], references=refs)
+    assert single.context["trend_plots"] == [] and "a trend needs two or more" in single.html
+
+
+def test_verdicts_from_the_gate_replace_the_plain_reading(nightly, refs):
+    tc = next(tc for tc in nightly[-1]["runs"][0]["testcases"]
+              if tc.get("benchmark") == "MPI1:Bcast" and tc["result"] == "pass")
+    verdicts = [Verdict("local:default", tc["environ"], tc.get("ref_key"), "t_avg_8B", "regression",
+                        2.0, 1.0, "us", "3 of 3 runs above +30 %"),
+                {"partition": "local:default", "environ": tc["environ"],
+                 "ref_key": tc.get("ref_key"), "var": "t_avg_1MiB", "status": "not_gated",
+                 "value": 5.0, "reason": "spread 80 % > tolerance", "ignored_key": 1}]
+    rep = make_report(nightly, references=refs, verdicts=verdicts)
+    (row,) = rep.context["regressions"]
+    assert row["change"] == pytest.approx(1.0) and row["what"] == "t_avg at 8 B"
+    assert row["benchmark"] == "Imb MPI1:Bcast" and row["placement"] == "intranode"
+    assert [r["reason"] for r in rep.context["not_gated"]] == ["spread 80 % > tolerance"]
+
+
+def test_build_vs_build_marks_only_differences_beyond_the_spread(compare, nightly):
+    cv = curves(session_view(compare).cases)
+    data = load([compare])
+    base, *others = [ln for ln in data.lines() if any(
+        ln in pl for cols in cv.values() for c in cols.values() for pl in c.values())]
+    rs = [r for o in others for r in ratios(cv, base, o)]
+    assert rs and any(r.significant for r in rs) and not all(r.significant for r in rs)
+    for r in rs:
+        overlap = max(r.base.lo, r.other.lo) <= min(r.base.hi, r.other.hi)
+        assert r.significant == (not overlap)
+    one_run = curves(session_view(nightly[0]).cases)  # one run: no spread, never marked
+    assert not any(r.significant for o in others for r in ratios(one_run, base, o))
+    rep = make_report([compare], baseline=others[0].build)
+    assert rep.context["baseline"] == others[0].build
+    assert len(rep.context["compare_plots"]) == len(others)
+    assert choose_baseline(data.lines(), "nope") is None
+
+
+def test_derived_layouts_crossovers_and_seed_004_cost(derived, derived_report):
+    rep = derived_report
+    ctx = rep.context
+    cases = {(tc["name"], tc["partition"], tc["environ"]) for tc in derived["runs"][0]["testcases"]}
+    assert len(cases) >= 200
+    assert ctx["layout_plots"] and ctx["crossover_plot"]
+    heads, rows = ctx["crossover_table"]
+    ib = [h for h in heads if h.endswith("(ib)")]
+    assert ib and all("internode faster above" in r["cells"][heads.index(ib[0])] for r in rows)
+    (fabric,) = ctx["cost_fabric"]
+    assert (fabric["first"], fabric["second"]) == ("derived:ib", "derived:eth")
+    for r in fabric["rows"]:
+        assert r["cost1"] == pytest.approx(r["min1"] * r["nodes"] * 0.975 / 60)
+        assert r["cost2"] == pytest.approx(r["min2"] * r["nodes"] * 0.78 / 60)
+        assert r["pct"] == pytest.approx((r["cost2"] - r["cost1"]) / r["cost1"] * 100)
+    hours = sum(tc["time_run"] * tc["num_tasks"] / tc["num_tasks_per_node"]
+                for run in derived["runs"] for tc in run["testcases"]) / 3600
+    assert ctx["cost_sessions"][0]["node_hours"] == pytest.approx(hours)
+    assert ctx["cost_sessions"][0]["cost"].startswith("USD ")
+
+
+def test_crossover_is_interpolated_where_the_ratio_crosses_one(derived):
+    for x in crossovers(curves(session_view(derived).cases)):
+        ratios_ = [r for _, r in x.ratio_curve]
+        crosses = any((a - 1) * (b - 1) < 0 for a, b in itertools.pairwise(ratios_))
+        assert (x.size is not None) == crosses
+        if x.size:
+            assert x.sizes[0] < x.size < x.sizes[1]
+
+
+def test_sessions_from_two_systems_or_none_are_refused(compare, derived):
+    with pytest.raises(SessionError, match=r"2 systems \(derived: .*; local: "):
+        load([compare, derived])
+    with pytest.raises(SessionError, match="no session to report on"):
+        load([])
+    empty = {"session_info": {"uuid": "u1"}, "runs": [{"testcases": []}]}
+    with pytest.raises(SessionError, match="hold no test case"):
+        load([empty])
+
+
+def test_failed_test_cases_say_how_often_and_why():
+    loaded = fixture("compare-local-5builds-loaded")
+    rep = make_report([loaded])
+    bad = defaultdict(list)
+    for run in loaded["runs"]:
+        for tc in run["testcases"]:
+            bad[(tc["name"], tc["environ"])].append(tc)
+    want = {k: sum(t["result"] == "fail" for t in v) for k, v in bad.items()
+            if any(t["result"] == "fail" for t in v)}
+    rows = rep.context["failures"]
+    assert len(rows) == len(want) > 0
+    for r in rows:
+        assert r["attempts"] == 3 and r["phase"] == "sanity" and r["reason"]
+        assert f"{r['failed']} of 3" in rep.html
+    assert rep.context["verdict"]["cls"] == "warn"
+    imb = {b["imb"] for b in rep.context["builds"] if b["imb"]}
+    assert imb == {"2021.11 (impi-2021.18.1-pypi wheel)"}
+
+
+def test_real_cluster_session_has_layouts_and_crossovers():
+    """The emulated cluster's session (`mpimatrix cluster run`): internode beside
+    intranode, Allreduce across three layouts, crossovers from measured curves."""
+    session = fixture("quick-vcluster-2nodes")
+    rep = make_report([session])
+    ctx = rep.context
+    assert ctx["system"] == "vcluster" and ctx["nodes"] == ["node1", "node2"]
+    assert ctx["partitions"] == ["vcluster:compute", "vcluster:compute_mpirun"]
+    assert [p.id for p in ctx["layout_plots"]] == ["layout-mpi1-allreduce-default"]
+    assert ctx["placements"] == ["2x2", "internode", "intranode"]
+    heads, rows = ctx["crossover_table"]
+    assert len(heads) == 6 and {r["benchmark"] for r in rows} == {"MPI1:Allreduce",
+                                                                   "MPI1:PingPong"}
+    assert any("faster above" in c for r in rows for c in r["cells"])
+    pingpong = next(p for p in ctx["curve_plots"] if p.id == "curve-mpi1-pingpong")
+    assert "intranode and internode" in pingpong.alt
+
+
+def test_change_points_come_from_the_history_by_default(nightly, refs):
+    found = history_change_points(nightly)  # Apache Otava over the five sessions
+    uuids = {s["session_info"]["uuid"] for s in nightly}
+    assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
+    rep = make_report(nightly, references=refs, max_trends=3)
+    assert len(rep.context["change_points"]) == len(found)
