@@ -87,8 +87,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         self.curve = imb_curve(run, self.bench, self.placement.ranks)
         errs = imb_result_problems(run, self.bench, self.placement.ranks, SIZES[self.profile])
         errs += self._traffic_left_node(run)
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
-                              + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))
 
     def _traffic_left_node(self, run):
         """Internode ping-pong/ping-ping on partitions that count NIC bytes: at least

@@ -22,6 +22,7 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     descr = "MPI launch/placement sanity"
     sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+mpi"]
+    checks_launch = True  # runs on every partition, also in the quick modes
     probes = fixture(ProbeBuild, scope="environment")
     tags = {"quick", "sanity", "placement"}
     library = variable(str, value="")
@@ -55,5 +56,4 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
         errs = self._problems()
         if errs and stderr_tail(self.stderr_text()):
             errs.append(stderr_tail(self.stderr_text()))
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
-                              + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))

@@ -36,6 +36,7 @@ class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     descr = "8 B ping-pong latency, intranode vs internode, same build, same job"
     sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+mpi"]
+    checks_launch = True  # runs on every partition, also in the quick modes
     # One allocation big enough for both runs: 2 nodes x 2 ranks.
     placement = parameter([Placement(2, 2, "intra_vs_inter")], fmt=lambda p: p.name)
     probes = fixture(ProbeBuild, scope="environment")
@@ -97,7 +98,7 @@ class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
                             f"(need >= {self.min_ratio:g}x)")
         if errs and stderr_tail(self.stderr_text()):
             errs.append(stderr_tail(self.stderr_text()))
-        return sn.assert_true(not errs, msg=f"{self.build.name}: " + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))
 
     def _value(self, label: str, key: str) -> float:
         run = self.parsed.get(label, {})

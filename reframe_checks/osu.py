@@ -143,8 +143,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
             osu_version=self._install_version())
         if errs and not run.errors and stderr_tail(self.stderr_text(), 2):
             errs.append(stderr_tail(self.stderr_text(), 2))
-        return sn.assert_true(not errs, msg=f"{self.build.name} {self.placement.name}: "
-                              + "; ".join(errs))
+        return sn.assert_true(not errs, msg=self.failure_message(errs))
 
     def metric_value(self, metric):
         run = self.parsed

@@ -230,14 +230,14 @@ def _links() -> str:
     return subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
 
 
-def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800
-                     ) -> tuple[subprocess.CompletedProcess, dict | None]:
+def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800,
+                     retries: int = 2) -> tuple[subprocess.CompletedProcess, dict | None]:
     """ReFrame in the head namespace, retrying failed cases twice: see _settled_cases."""
     report = results / "reports" / "test-report.json"
     env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
     cmd = cluster.command(lay, "head", [REFRAME, "-C", str(CONFIG), "--report-file",
                                         str(report), "--exec-policy=serial",
-                                        "--max-retries=2", *args], wd=str(ROOT))
+                                        f"--max-retries={retries}", *args], wd=str(ROOT))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     data = json.loads(report.read_text()) if report.exists() else None
     return proc, data
@@ -409,6 +409,28 @@ def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
 
 
 @pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_hang_after_results_is_cancelled_early(vcluster, buildset, tmp_path):
+    """A program that printed all its results and hangs (Debian's MPICH 4.0.2 in
+    MPI_Finalize) is cancelled HUNG_GRACE seconds later, not at its time limit."""
+    env = _openmpi(buildset).environ_name
+    t0 = time.monotonic()
+    proc, report = _reframe_in_head(
+        vcluster["lay"], tmp_path, "-c", str(VICTIM),
+        "-n", "HangAfterResults", "-p", f"^{env}$", "--system", "vcluster:compute", "-r",
+        retries=0)
+    took = time.monotonic() - t0
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    tc = report_cases(report)[0]
+    assert tc["result"] == "fail" and tc["fail_phase"] == "sanity"
+    assert re.search(r"ended CANCELLED on node1,node2; the program had printed all its "
+                     r"results, then hung and was cancelled \d+ s later \(in MPI_Finalize",
+                     tc["fail_reason"]), tc["fail_reason"]
+    assert took < 150, took  # its time limit is 10 min
+
+
+@pytest.mark.cluster
 def test_down_leaves_nothing(vcluster):
     lay = vcluster["lay"]
     t0 = time.monotonic()
@@ -424,6 +446,22 @@ def test_down_leaves_nothing(vcluster):
 
 
 # -- failure injection ----------------------------------------------------------------------------
+def _openmpi(buildset) -> BuildRecord:
+    """A build for the fault tests: not Debian's MPICH 4.0.2, whose MPI_Finalize hang
+    (see _settled_cases) would fail the cases that must pass there."""
+    return next((b for b in buildset.builds if b.family == "openmpi"), buildset.builds[0])
+
+
+def _own_cluster(tag: str, nodes: int) -> tuple[Layout, tuple, dict]:
+    """A cluster of the test's own: its layout, the host's namespaces and links before,
+    and the cluster's processes."""
+    _require_cluster()
+    lay = Layout.at(_short_tmpdir(tag), nodes)
+    host = (set(_netns_list()), _links())
+    cluster.up(lay)
+    return lay, host, _snapshot_ours(lay)
+
+
 @pytest.mark.cluster
 @pytest.mark.reframe
 @pytest.mark.mpi
@@ -431,15 +469,8 @@ def test_node_killed_during_session(buildset, tmp_path):
     """Kill a node while a test runs on it: that test fails with a clear reason, the
     other test cases of the session run (on the remaining nodes) and are stored in
     the results DB, and `down` still cleans up."""
-    _require_cluster()
-    # Not Debian's MPICH 4.0.2: its occasional MPI_Finalize hang (see _settled_cases)
-    # would fail the cases that must pass here, and retries would rerun the victim.
-    build = next((b for b in buildset.builds if b.family == "openmpi"), buildset.builds[0])
-    env_name = build.environ_name
-    lay = Layout.at(_short_tmpdir("f"), 3)
-    host = (set(_netns_list()), _links())
-    cluster.up(lay)
-    before = _snapshot_ours(lay)
+    env_name = _openmpi(buildset).environ_name
+    lay, host, before = _own_cluster("f", 3)
     results = tmp_path / "results"
     report = results / "reports" / "test-report.json"
     try:
@@ -476,13 +507,7 @@ def test_node_killed_during_session(buildset, tmp_path):
             assert tc["result"] == "pass", tc["fail_reason"]
             assert victim_node not in tc["job_nodelist"]  # ran after the crash, elsewhere
         # The whole session, failure included, is in the results DB.
-        stored = subprocess.run(
-            [REFRAME, "-C", str(CONFIG), "--describe-stored-sessions",
-             data["session_info"]["uuid"]], capture_output=True, text=True,
-            env={**os.environ, "MPIMATRIX_RESULTS": str(results)})
-        sessions = json.loads(stored.stdout)
-        stored_cases = [tc for s in (sessions if isinstance(sessions, list) else [sessions])
-                        for run in s["runs"] for tc in run["testcases"] if not tc["fixture"]]
+        stored_cases = _stored_cases(results, data["session_info"]["uuid"])
         assert {(tc["name"].split()[0], tc["result"]) for tc in stored_cases} == {
             ("NodeCrashVictim", "fail"), ("MpiPlacementCheck", "pass")}
         assert len(stored_cases) == 3
@@ -491,6 +516,16 @@ def test_node_killed_during_session(buildset, tmp_path):
     assert res["left"] == []
     assert_nothing_left(lay, before, *host)
     shutil.rmtree(lay.dir, ignore_errors=True)
+
+
+def _stored_cases(results: Path, uuid: str) -> list[dict]:
+    """The test cases (no fixtures) of a session in the results DB under `results`."""
+    stored = subprocess.run([REFRAME, "-C", str(CONFIG), "--describe-stored-sessions", uuid],
+                            capture_output=True, text=True,
+                            env={**os.environ, "MPIMATRIX_RESULTS": str(results)})
+    sessions = json.loads(stored.stdout)
+    return [tc for s in (sessions if isinstance(sessions, list) else [sessions])
+            for run in s["runs"] for tc in run["testcases"] if not tc["fixture"]]
 
 
 def _wait_for_process(lay, node, cmdline: bytes, timeout):
@@ -522,3 +557,100 @@ def _wait_for_running_step(lay, name, session, timeout):
                     return jobid, nodes
         time.sleep(0.5)
     pytest.fail(f"{name} did not start within {timeout} s")
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_dead_node_never_stalls_the_session(buildset, tmp_path):
+    """Kill a node while a 4-node layout is queued: that case is cancelled naming the
+    node, the next 4-node case is never submitted, the others run on the remaining
+    nodes, and the whole session ends in bounded time and is stored. Then `cluster up`
+    over the degraded cluster refuses to kill work in head, and restarts it without."""
+    build = _openmpi(buildset)
+    lay, host, before = _own_cluster("d", 4)
+    results = tmp_path / "results"
+    report = results / "reports" / "test-report.json"
+    try:
+        # node1 busy with a job from outside the session: the 4-node job must queue.
+        blocker = cluster.run(lay, "head", ["sbatch", "--exclusive", "-w", "node1", "-N1",
+                                            "-o", "/dev/null", "--wrap", "sleep 900"])
+        assert blocker.returncode == 0, blocker.stderr
+        env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
+        cmd = cluster.command(lay, "head", [
+            REFRAME, "-C", str(CONFIG), "-c", str(ROOT / "reframe_checks" / "mpi_placement.py"),
+            "-c", str(ROOT / "reframe_checks" / "node_latency.py"),
+            "-n", "MpiPlacementCheck%placement=(internode|4x1|4x2)$", "-n",
+            "NodeLatencyRatioCheck", "-p", f"^{build.environ_name}$", "--system",
+            "vcluster:compute", "--exec-policy=serial", "-r", "--report-file", str(report)],
+            wd=str(ROOT))
+        log = open(tmp_path / "reframe.out", "w")
+        t0 = time.monotonic()
+        session = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_for_pending(lay, 4, session, 600)
+            t_kill = time.monotonic()
+            assert cluster.kill_node(lay, "node4")
+            session.wait(timeout=600)
+        finally:
+            if session.poll() is None:
+                session.kill()
+            log.close()
+        after_kill, took = time.monotonic() - t_kill, time.monotonic() - t0
+        data = json.loads(report.read_text())
+        cases = {tc["name"].split()[0] + " " + tc["placement"]: tc for tc in report_cases(data)}
+        assert set(cases) == {"MpiPlacementCheck internode", "MpiPlacementCheck 4x1",
+                              "MpiPlacementCheck 4x2", "NodeLatencyRatioCheck intra_vs_inter"}
+        queued, later = cases["MpiPlacementCheck 4x1"], cases["MpiPlacementCheck 4x2"]
+        assert queued["result"] == "fail" and queued["fail_phase"] == "run"
+        assert re.search(r"nodes unavailable error: \[jobid=\d+\] cancelled after pending \d+ "
+                         r"s: needs 4 node\(s\), partition \w+ has [0-3] usable of 4: node4 is ",
+                         queued["fail_reason"]), queued["fail_reason"]
+        assert later["result"] == "fail" and "node4 is " in later["fail_reason"]
+        for name in ("MpiPlacementCheck internode", "NodeLatencyRatioCheck intra_vs_inter"):
+            tc = cases[name]
+            assert tc["result"] == "pass", (name, tc["fail_reason"])
+            assert not {"node1", "node4"} & set(tc["job_nodelist"]), tc["job_nodelist"]
+        # a job from outside it holds node1 for 15 min: the session did not wait for it
+        assert after_kill < 240 and took < 420, (after_kill, took)
+        print(f"session {took:.0f} s, {after_kill:.0f} s after the kill; 4x1: "
+              f"{queued['fail_reason']}; 4x2: {later['fail_reason']}")
+        assert len(_stored_cases(results, data["session_info"]["uuid"])) == 4
+        # `cluster up` over the degraded cluster: not over work in head, unless --force
+        work = subprocess.Popen(cluster.command(lay, "head", ["sleep", "300"]))
+        try:
+            refused = subprocess.run([MPIMATRIX, "cluster", "up", "-n", "4", "--dir",
+                                      str(lay.dir)], capture_output=True, text=True)
+            assert refused.returncode == 2, refused.stdout + refused.stderr
+            assert re.search(rf"degraded \(dead: .*slurmd@node4.*\); restarting it would kill "
+                             rf"what runs in head: {work.pid} sleep 300", refused.stderr)
+        finally:
+            work.kill()
+            work.wait()
+        again = subprocess.run([MPIMATRIX, "cluster", "up", "-n", "4", "--dir", str(lay.dir)],
+                               capture_output=True, text=True, timeout=120)
+        assert again.returncode == 0, again.stderr
+        assert "is degraded (dead: " in again.stdout and "cluster restarted: 4 node(s)" in \
+            again.stdout
+        before = _snapshot_ours(lay)  # the restarted cluster's processes
+    finally:
+        res = cluster.down(lay)
+    assert res["left"] == []
+    assert_nothing_left(lay, before, *host)
+    shutil.rmtree(lay.dir, ignore_errors=True)
+
+
+def _wait_for_pending(lay, nodes: int, session, timeout):
+    """Wait until a ReFrame job asking for `nodes` nodes is PENDING."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if session.poll() is not None:
+            pytest.fail(f"the ReFrame session ended (rc={session.returncode}) before a "
+                        f"{nodes}-node job queued")
+        jobs = cluster.run(lay, "head", ["squeue", "-h", "-o", "%i|%j|%T|%D"]).stdout
+        for line in jobs.split():
+            jobid, name, state, count = line.split("|")
+            if name.startswith("rfm_") and state == "PENDING" and count == str(nodes):
+                return jobid
+        time.sleep(0.5)
+    pytest.fail(f"no {nodes}-node job queued within {timeout} s")

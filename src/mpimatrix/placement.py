@@ -87,6 +87,16 @@ def can_host(shape: Shape, placement: Placement) -> bool:
     return placement.ppn == 1 if cores is None else placement.ppn <= cores
 
 
+def oversubscribed(placement: Placement, cores: int | None,
+                   shared_cores: int | None = None) -> bool:
+    """More busy ranks than the cores the placement's nodes really have: more than
+    `cores` per node, or, on nodes that share `shared_cores` physical cores (an
+    emulated cluster on one machine), more than those in all."""
+    if shared_cores and placement.ranks > shared_cores:
+        return True
+    return bool(cores) and placement.ppn > cores
+
+
 def rank_host_problems(hosts: list[str], placement: Placement) -> list[str]:
     """Check one reported host per rank against the placement."""
     if not hosts:

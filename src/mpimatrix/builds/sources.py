@@ -48,9 +48,9 @@ def split_usable(builds: list[BuildRecord]) -> tuple[list[BuildRecord], list[Ski
     return ok, skipped
 
 
-def only_patterns(text: str | None = None) -> list[re.Pattern]:
-    """The compiled MPIMATRIX_ONLY patterns (one per line; commas are part of a regex)."""
-    text = os.environ.get(ONLY_ENV, "") if text is None else text
+def regex_lines(text: str, what: str) -> list[re.Pattern]:
+    """Regular expressions, one per line (commas are part of a regex); a bad one
+    stops here, named with `what` (the option and variable that gave it)."""
     out = []
     for p in (line.strip() for line in text.splitlines()):
         if not p:
@@ -58,9 +58,14 @@ def only_patterns(text: str | None = None) -> list[re.Pattern]:
         try:
             out.append(re.compile(p))
         except re.error as err:
-            raise BuildError(f"--only / {ONLY_ENV}: {p!r} is not a regular expression "
-                             f"({err})") from None
+            raise BuildError(f"{what}: {p!r} is not a regular expression ({err})") from None
     return out
+
+
+def only_patterns(text: str | None = None) -> list[re.Pattern]:
+    """The compiled MPIMATRIX_ONLY patterns."""
+    text = os.environ.get(ONLY_ENV, "") if text is None else text
+    return regex_lines(text, f"--only / {ONLY_ENV}")
 
 
 def keep_only(bs: BuildSet) -> BuildSet:

@@ -61,7 +61,7 @@ def cmd_install_pypi_mpis(args) -> int:
 def cmd_run(args) -> int:
     return run_session(args.mode, args.only, args.reframe_args,
                        confirm_repeats=0 if args.no_confirm else args.confirm_repeats,
-                       wait=not args.no_wait)
+                       wait=not args.no_wait, partitions=args.partition)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -80,6 +80,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--mode", default="quick", help="ReFrame mode: quick (default), full, ...")
     s.add_argument("--only", action="append", metavar="REGEX",
                    help="run only the builds whose name matches (repeatable)")
+    s.add_argument("--partition", action="append", metavar="REGEX",
+                   help="run only on the partitions whose system:partition matches "
+                   "(repeatable; works with --mode, unlike ReFrame's -p)")
     s.add_argument("--confirm-repeats", type=int, default=3, metavar="N",
                    help="samples to take again of a value outside its tolerance, before "
                    "calling it a regression (default 3)")

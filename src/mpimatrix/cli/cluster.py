@@ -1,12 +1,17 @@
 """`mpimatrix cluster ...`: the emulated multi-node Slurm cluster.
 
-  up [-n N] [--dir DIR]       start head + N nodes (idempotent), wait until idle
+  up [-n N] [--dir DIR] [--force]  start head + N nodes (idempotent), wait until idle;
+                              restarts a degraded cluster, not over work in head
+                              unless --force
   down [--dir DIR]            stop everything it started, remove its namespaces
   status [--json]             members, processes, sinfo
   exec MEMBER -- CMD...       run CMD on head or nodeN (SLURM_CONF set)
   reframe -- ARGS...          the project's ReFrame in the head namespace
-  run -- ARGS...              `mpimatrix run` in the head namespace
+  run -- ARGS...              `mpimatrix run ARGS` in the head namespace, e.g.
+                              run -- --only impi --partition 'compute$' -- -n Imb
   kill NODE [--slurmd-only]   failure injection: SIGKILL a node's processes
+
+--dir may also come right after MEMBER (exec) or before `--` (reframe, run).
 """
 
 from __future__ import annotations
@@ -30,9 +35,20 @@ def _lay(args, nodes: int | None = None) -> Layout:
 
 def cmd_up(args) -> int:
     from ..vcluster.cluster import up
+    from ..vcluster.health import RESTART, assess
 
-    st = up(_lay(args, args.nodes), timeout=args.timeout)
-    what = "already up" if st["reused"] else "up"
+    lay = _lay(args, args.nodes)
+    plan = assess(lay)
+    if plan["action"] == RESTART and (args.force or not plan["work"]):
+        what = "half-started" if plan.get("phase") != "up" else "degraded"
+        print(f"cluster in {lay.dir} is {what} (dead: {', '.join(plan['dead']) or '-'}): "
+              "restarting it from scratch (every daemon and job of it stops)", flush=True)
+        if plan["work"]:
+            print("  killing what runs in head (--force): " + "; ".join(plan["work"]),
+                  flush=True)
+    st = up(lay, timeout=args.timeout, force=args.force)
+    what = {"reuse": "already up (nothing to do)", "restart": "restarted"}.get(
+        st["action"], "up")
     print(f"cluster {what}: {st['nodes']} node(s) in {st['dir']} "
           f"({st['up_seconds']:.2f} s)")
     _print_nodes(st)
@@ -83,11 +99,24 @@ def cmd_status(args) -> int:
     return 0 if st["up"] else 3
 
 
+def own_options(args, argv: list[str]) -> list[str]:
+    """Take `--dir X` / `--dir=X` from the front of a command's argv (argparse leaves
+    options after a positional in the remainder), then a `--`; the rest is the
+    command's."""
+    argv = list(argv)
+    while argv and argv[0] != "--":
+        if argv[0] == "--dir" and len(argv) > 1:
+            args.dir, argv = argv[1], argv[2:]
+        elif argv[0].startswith("--dir="):
+            args.dir, argv = argv[0][6:], argv[1:]
+        else:
+            break
+    return argv[1:] if argv[:1] == ["--"] else argv
+
+
 def _exec(lay: Layout, member: str, argv: list[str]) -> int:
     from ..vcluster.cluster import command, env_for
 
-    if argv and argv[0] == "--":
-        argv = argv[1:]
     if not argv:
         argv = [os.environ.get("SHELL", "/bin/bash")]
     full = command(lay, member, argv)
@@ -97,20 +126,23 @@ def _exec(lay: Layout, member: str, argv: list[str]) -> int:
 
 
 def cmd_exec(args) -> int:
-    return _exec(_lay(args), args.member, args.argv)
+    argv = own_options(args, args.argv)
+    return _exec(_lay(args), args.member, argv)
 
 
 def cmd_reframe(args) -> int:
     from ..run.reframe_cmd import reframe_cmd
 
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    argv = own_options(args, args.argv)
     return _exec(_lay(args), "head", reframe_cmd(*argv))
 
 
 def cmd_run(args) -> int:
-    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    """`mpimatrix run ARGS` in the head: ARGS are mpimatrix run's (--mode, --only,
+    --partition, then `--` and ReFrame's)."""
+    argv = own_options(args, args.argv)
     exe = os.path.join(os.path.dirname(sys.executable), "mpimatrix")
-    return _exec(_lay(args), "head", [exe, "run", "--", *argv])
+    return _exec(_lay(args), "head", [exe, "run", *argv])
 
 
 def cmd_kill(args) -> int:
@@ -139,6 +171,8 @@ def register(subparsers) -> None:
     s.add_argument("-n", "--nodes", type=int, default=2, help="compute nodes (default 2)")
     s.add_argument("--timeout", type=float, default=60.0,
                    help="seconds to wait for the nodes to be idle")
+    s.add_argument("--force", action="store_true",
+                   help="restart a degraded cluster even over work running in head")
     add("down", cmd_down, "stop the cluster and remove everything it created")
     s = add("status", cmd_status, "show members, processes and Slurm node states")
     s.add_argument("--json", action="store_true")
@@ -148,7 +182,9 @@ def register(subparsers) -> None:
     s = add("reframe", cmd_reframe, "run the project's ReFrame inside the head namespace")
     s.add_argument("argv", nargs=argparse.REMAINDER, help="-- REFRAME ARGS...")
     s = add("run", cmd_run, "run `mpimatrix run` inside the head namespace")
-    s.add_argument("argv", nargs=argparse.REMAINDER, help="-- ARGS of mpimatrix run")
+    s.add_argument("argv", nargs=argparse.REMAINDER,
+                   help="-- ARGS of mpimatrix run (--mode, --only, --partition, -- REFRAME "
+                   "ARGS)")
     s = add("kill", cmd_kill, "failure injection: SIGKILL every process of a node")
     s.add_argument("node", help="node1, node2, ...")
     s.add_argument("--slurmd-only", action="store_true", help="kill only its slurmd")

@@ -23,6 +23,25 @@ def perf_text(tc: dict) -> str:
     return " ".join(parts)
 
 
+#: Columns of the table; the last one (values or failure reason) is not padded.
+HEADER = ["build", "check", "partition", "placement", "result", "nodes", "values / reason"]
+RESULT = HEADER.index("result")
+#: After a placement that puts more busy ranks than cores on its nodes.
+OVERSUBSCRIBED = " (oversubscribed)"
+
+
+def placement_label(tc: dict) -> str:
+    label = str(tc.get("placement", ""))
+    return label + OVERSUBSCRIBED if tc.get("oversubscribed") is True else label
+
+
+def failure_text(tc: dict) -> str:
+    """'[phase] reason', without the '<build> <placement>: ' the columns already show."""
+    reason = (tc.get("fail_reason") or "").replace("\n", " ")
+    reason = reason.replace(f"{build_label(tc)} {tc.get('placement', '')}: ", "", 1)
+    return f"[{tc.get('fail_phase')}] {reason}"
+
+
 def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]:
     """One row per test case. A case that failed only its references shows the gate's
     word for it: "regression" (confirmed) or "noise" (cleared by the confirmation)."""
@@ -39,14 +58,13 @@ def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
         if result in ("fail", "abort", REGRESSION):
-            reason = (tc.get("fail_reason") or "").replace("\n", " ")
-            detail = f"[{tc.get('fail_phase')}] {reason}"
+            detail = failure_text(tc)
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
         if isinstance(hosts, str) or hosts == "<undefined>":
             hosts = [hosts]
-        out.append([build_label(tc), check_label(tc), str(tc.get("placement", "")), result,
-                    ",".join(h for h in hosts if h), detail])
-    out.sort(key=lambda r: (r[0], r[1], r[2]))
+        out.append([build_label(tc), check_label(tc), str(tc.get("partition", "")),
+                    placement_label(tc), result, ",".join(h for h in hosts if h), detail])
+    out.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     return out
 
 
@@ -76,20 +94,22 @@ def gate_lines(results: list[Verdict]) -> list[str]:
 
 def format_table(session: dict, results: list[Verdict] | None = None,
                  width: int = 200) -> str:
-    header = ["build", "check", "placement", "result", "nodes", "values / reason"]
+    """One line per test case, cut at `width` characters, except a failure's: its
+    reason names the cause."""
     results = verdicts(session) if results is None else results
     data = rows(session, results)
-    widths = [max(len(r[i]) for r in [header, *data]) for i in range(5)]
+    n = len(HEADER) - 1
+    widths = [max(len(r[i]) for r in [HEADER, *data]) for i in range(n)]
     lines = []
-    for r in [header, *data]:
-        head = "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=False))
-        lines.append(f"{head}  {r[5]}"[:width])
+    for r in [HEADER, *data]:
+        line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
+        lines.append(line if r[RESULT] in ("fail", "abort", REGRESSION) else line[:width])
     extra = [*regressions(session, results), *gate_lines(results)]
     if extra:
         lines.append("")
         lines += extra
     info = session.get("session_info", {})
-    f = sum(r[3] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
+    f = sum(r[RESULT] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
     lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "

@@ -7,7 +7,6 @@ import os
 import shlex
 from pathlib import Path
 
-import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, run_before, variable
 from reframe.core.exceptions import ReframeError, SanityError
@@ -18,6 +17,8 @@ from ..paths import references_dir
 from ..placement import Placement, rank_host_problems
 from ..reference_file import ReferenceFileError, checked_once
 from ..shell import quote_argv, shell_value
+from ..suites.crash import crash_report
+from . import hang_budget as budget
 from . import job_outcome
 from .inject import InjectError, injection_for
 from .launch import (
@@ -32,10 +33,11 @@ from .launch import (
     srun_options,
     srun_plugin,
 )
+from .limits import MachineLimits
 from .placements import hosting_partitions, partition_shape, runtime_placements
 
 
-class BuildCheck(rfm.RegressionTestPlugin):
+class BuildCheck(MachineLimits):
     #: Where ranks go: nodes x ranks per node. One shared parameter for all
     #: checks: intranode, internode, and the collective placements the current
     #: system's partitions can host; a placement runs only on partitions with
@@ -90,7 +92,7 @@ class BuildCheck(rfm.RegressionTestPlugin):
     def _place(self):
         # An MPI that hangs (e.g. in MPI_Finalize) must not stall the session.
         self.time_limit = "10m"
-        hosting = hosting_partitions(self.placement)
+        hosting = self.limit_partitions(hosting_partitions(self.placement))
         self.valid_systems = [f"+{self.placement.feature}"] if hosting is None else hosting
         self.num_tasks = self.placement.ranks
         self.num_tasks_per_node = self.placement.ppn
@@ -113,6 +115,8 @@ class BuildCheck(rfm.RegressionTestPlugin):
         # `mpimatrix run` sets it to results/references). Without a prefix, the
         # project's results/references. A system, build or benchmark without an
         # entry runs and reports without a check.
+        if self.oversubscribed:
+            return  # measures the OS scheduler: reported, never gated
         name = f"{self.current_system.name}.yaml"
         prefix = runtime().get_option("general/0/reference_prefix")
         path = os.path.join(prefix or references_dir(), name)
@@ -196,10 +200,16 @@ class BuildCheck(rfm.RegressionTestPlugin):
                 rank_env_options(self.build, self.launch_method, env))
 
     @run_before("run", always_last=True)
-    def _bracket_with_net_counters(self):
+    def _frame_the_launch(self):
         if self.current_partition.extras.get("net_counters"):
             self.prerun_cmds = [*self.prerun_cmds, job_outcome.net_snapshot_cmd("before")]
             self.postrun_cmds = [job_outcome.net_snapshot_cmd("after"), *self.postrun_cmds]
+        if (self.launch_method == BUILD_MPIEXEC and self.build.launcher_style == "hydra"
+                and self.current_partition.scheduler.registered_name != "local"):
+            # Hydra starts one proxy per node with `srun -N<nodes> -n<nodes>`, which
+            # inherits the job's --ntasks-per-node and warns "can't honor
+            # --ntasks-per-node"; -ppn places the ranks.
+            self.prerun_cmds = ["unset SLURM_NTASKS_PER_NODE", *self.prerun_cmds]
 
     # -- outcome -----------------------------------------------------------------------------
     @run_before("sanity")
@@ -211,10 +221,21 @@ class BuildCheck(rfm.RegressionTestPlugin):
         self.net_bytes = job_outcome.net_bytes(self.stdout_text())
         stderr = self.stderr_text()
         if job_outcome.bad_end(self.job.state) or job_outcome.node_failure(stderr):
-            raise SanityError(f"{self.build.name} {self.placement.name}: "
-                              + job_outcome.failure_reason(
-                                  self.job.jobid, self.job.state, nodes, stderr,
-                                  results_complete=self.results_complete()))
+            hung_for = getattr(self.job.scheduler, "hung_for", lambda job: None)(self.job)
+            if hung_for is not None:
+                budget.record_hang(self.build.name, self.case_label, hung_for)
+            raise SanityError(self.failure_message([job_outcome.failure_reason(
+                self.job.jobid, self.job.state, nodes, stderr,
+                results_complete=self.results_complete(), hung_for=hung_for)]))
+
+    def failure_message(self, problems: list[str]) -> str:
+        """'<build> <placement>: <a rank's crash, if any>; <problems>': the cause first
+        ('' without problems)."""
+        if not problems:
+            return ""
+        crash = crash_report(self.stderr_text() + "\n" + self.stdout_text())
+        return f"{self.build.name} {self.placement.name}: " + "; ".join(
+            [crash, *problems] if crash else problems)
 
     def parse_output(self):
         """The program's output, parsed (checks override this)."""

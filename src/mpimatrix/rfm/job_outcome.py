@@ -59,14 +59,15 @@ def node_failure(stderr: str) -> bool:
 # internode runs, under srun and under Hydra alike: MPI_Finalize disconnects its
 # UCX endpoints and only then enters the PMI barrier, so a rank blocked in that
 # barrier stops progressing the TCP endpoint its peer is still closing.
-HUNG_AFTER_RESULTS = ("the program had printed all its results, then hung until the time "
-                      "limit (in MPI_Finalize: a hang of the MPI library, not of the "
-                      "benchmark)")
+HUNG_AFTER_RESULTS = "the program had printed all its results, then hung"
+_IN_FINALIZE = " (in MPI_Finalize: a hang of the MPI library, not of the benchmark)"
 
 
 def failure_reason(jobid, state: str, nodes: list[str], stderr: str,
-                   results_complete: bool = False) -> str:
-    """e.g. 'Slurm job 25 ended NODE_FAIL on node[1-2]: srun: error: Node failure on node2'."""
+                   results_complete: bool = False, hung_for: float | None = None) -> str:
+    """e.g. 'Slurm job 25 ended NODE_FAIL on node[1-2]: srun: error: Node failure on node2'.
+    `hung_for`: seconds the job ran on after its results were complete, before the
+    scheduler cancelled it (rfm/squeue_all.py)."""
     where = ",".join(nodes) if nodes and nodes != ["None"] else "unknown nodes"
     errs = []
     for line in _SLURM_ERR.findall(stderr):
@@ -74,5 +75,9 @@ def failure_reason(jobid, state: str, nodes: list[str], stderr: str,
         if line not in errs:
             errs.append(line)
     detail = (": " + " / ".join(errs[:3])) if errs else ""
-    hung = f"; {HUNG_AFTER_RESULTS}" if results_complete and "TIMEOUT" in str(state) else ""
+    hung = ""
+    if hung_for is not None:
+        hung = f"; {HUNG_AFTER_RESULTS} and was cancelled {hung_for:.0f} s later{_IN_FINALIZE}"
+    elif results_complete and "TIMEOUT" in str(state):
+        hung = f"; {HUNG_AFTER_RESULTS} until the time limit{_IN_FINALIZE}"
     return f"Slurm job {jobid} ended {state} on {where}{hung}{detail}"

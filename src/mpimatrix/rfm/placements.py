@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import os
 
-from ..placement import POINT_TO_POINT, Placement, Shape, can_host, generate_placements
+from ..placement import (
+    POINT_TO_POINT,
+    Placement,
+    Shape,
+    can_host,
+    generate_placements,
+    oversubscribed,
+)
 
 
 def partition_shape(part) -> Shape:
@@ -53,3 +60,29 @@ def hosting_partitions(placement: Placement) -> list[str] | None:
     if parts is None:
         return None
     return [p.fullname for p in parts if can_host(partition_shape(p), placement)]
+
+
+def oversubscribes(part, placement: Placement) -> bool:
+    """Whether the placement puts more busy ranks on the partition's nodes than they
+    have cores. Partition extras `shared_cores`: the physical cores all its nodes
+    share (the emulated cluster sets it; a real site leaves it out)."""
+    extras = getattr(part, "extras", None) or {}
+    return oversubscribed(placement, partition_shape(part)[1], extras.get("shared_cores"))
+
+
+def oversubscribing_partitions(placement: Placement) -> list[str]:
+    """Full names of the current system's partitions that host the placement only
+    by oversubscribing their cores ([] outside ReFrame)."""
+    parts = current_partitions() or []
+    return [p.fullname for p in parts
+            if can_host(partition_shape(p), placement) and oversubscribes(p, placement)]
+
+
+def one_per_node_set(names: list[str]) -> list[str]:
+    """The partitions of `names` without those that only launch differently on the
+    same nodes as another one of them (extras same_nodes_as: that partition's name)."""
+    parts = {p.fullname: p for p in current_partitions() or []}
+    def twin(name: str) -> str:
+        other = (getattr(parts.get(name), "extras", None) or {}).get("same_nodes_as", "")
+        return f"{name.split(':')[0]}:{other}" if other else ""
+    return [n for n in names if twin(n) not in names]

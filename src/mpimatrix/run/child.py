@@ -18,15 +18,17 @@ def _die_with_parent() -> None:
         pass
 
 
-def run_child(cmd: list[str]) -> int:
-    proc = subprocess.Popen(cmd, preexec_fn=_die_with_parent)
+def run_child(cmd: list[str], wait=subprocess.Popen.wait, **popen) -> int:
+    """Run `cmd` to its end; `wait(proc)` waits for it (e.g. reading its output piped
+    with `popen` arguments)."""
+    proc = subprocess.Popen(cmd, preexec_fn=_die_with_parent, **popen)
 
     def forward(signum, _frame):
         proc.send_signal(signum)
 
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return proc.wait()
+        return wait(proc)
     finally:
         for s, handler in old.items():
             signal.signal(s, handler)

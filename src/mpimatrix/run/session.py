@@ -24,11 +24,11 @@ from ..results.gate import REGRESSION, failed_first, verdicts
 from ..results.sessions import SessionError, load_report, testcases
 from ..rfm.inject import injection_for
 from ..site.config import MODES
-from . import machine
-from .child import run_child
+from . import machine, progress
 from .lock import session_locks
 from .machine import LoadMeter
 from .reframe_cmd import reframe_cmd
+from .selection import ignored_under_mode, name_patterns, osu_note, select_partitions
 from .stored import stored_sessions
 
 OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
@@ -89,7 +89,7 @@ def mode_profile(mode: str) -> str:
 def measured_run(cmd: list[str], report: Path) -> int:
     """Run ReFrame, and record how busy the machine was with other programs."""
     meter = LoadMeter()
-    rc = run_child(cmd)
+    rc = progress.call(cmd)
     load = meter.stop()
     if report.exists():
         uuid_ = load_report(report)["session_info"].get("uuid", "?")
@@ -131,12 +131,14 @@ def check_inputs() -> None:
 
 
 def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
-                confirm_repeats: int = 3, wait: bool = True) -> int:
+                confirm_repeats: int = 3, wait: bool = True,
+                partitions: list[str] | None = None) -> int:
     absolute_path_variables()
     os.environ.setdefault("RFM_REFERENCE_PREFIX", str(references_dir()))
     if only:
         os.environ[ONLY_ENV] = "\n".join(only)
         only_patterns()  # a bad regular expression stops here, with its name
+    select_partitions(partitions)
     check_inputs()
     with session_locks(results_dir(), wait):
         return _run_locked(mode, reframe_args, confirm_repeats)
@@ -146,8 +148,13 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int
     report_file = report_path(mode)
     reports_dir().mkdir(parents=True, exist_ok=True)
     cmd = reframe_cmd("--mode", mode, "-r", "--report-file", str(report_file),
-                      "--session-extras", session_extras({"mode": mode}), *reframe_args)
+                      "--session-extras", session_extras({"mode": mode}),
+                      *name_patterns(reframe_args))
     print("+ " + " ".join(cmd), flush=True)
+    osu = osu_note()
+    for note in (ignored_under_mode(reframe_args), osu):
+        if note:
+            print(note, flush=True)
     rc = measured_run(cmd, report_file)
     if not report_file.exists():
         why = (NOTHING_RAN if rc == 0 else
@@ -162,6 +169,8 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int
     results = verdicts(report, [conf] if conf else [], stats)
     print()
     print(summary.format_table(report, results))
+    if osu:
+        print(osu)
     busy = [machine.loads(load_record_path()).get(s["session_info"]["uuid"], {})
             for s in (report, conf) if s]
     disturbed = [b for b in busy if b.get("disturbed")]

@@ -18,6 +18,7 @@ from ..paths import project_root, reports_dir, results_db, results_dir
 from ..rfm.fixtures import OSU_SOURCE_ENV
 from ..rfm.launch import BUILD_MPIEXEC
 from ..shell import shell_value
+from .partitions import keep_partitions
 from .systems import site_systems
 
 PERFLOG_FORMAT = (
@@ -35,11 +36,18 @@ PERFVAR_FORMAT = (
 # measure each other. Every mode therefore uses the serial execution policy
 # and every partition allows one job at a time.
 SERIAL = ["--exec-policy=serial"]
+# The quick modes stay quick: no layout with more busy ranks than cores (its
+# values measure the OS scheduler, and it is slow), the benchmarks once per node
+# set (not again on a partition that only launches differently; the placement
+# and latency checks run on every partition), and a build that hangs costs the
+# session at most 3 minutes (rfm/hang_budget.py).
+QUICK = ["--tag=quick", "--exclude-tag=oversubscribed", "--setvar=profile=quick",
+         "--setvar=every_launcher=false", "--setvar=hang_budget=3m"]
 
 MODES = [
     # The README's main job: sanity on every build, a representative IMB/OSU
     # subset at a few sizes. Minutes.
-    {"name": "quick", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick"]},
+    {"name": "quick", "options": [*SERIAL, *QUICK]},
     # Whole catalogue, full size sweeps.
     {"name": "full", "options": [*SERIAL, "--setvar=profile=full"]},
     # Nightly regression: the whole catalogue on every build and placement at
@@ -49,8 +57,7 @@ MODES = [
     # (--reruns=2); in each pass every test runs on all builds back to back, so
     # a disturbed node hits every build alike, and the repetitions of one build
     # are a whole pass apart. See docs/osu.md, "Interleaved repetitions".
-    {"name": "compare", "options": [*SERIAL, "--tag=quick", "--setvar=profile=quick",
-                                    "--reruns=2"]},
+    {"name": "compare", "options": [*SERIAL, *QUICK, "--reruns=2"]},
     # Site acceptance: the whole catalogue, full sweeps, 3 interleaved passes;
     # `mpimatrix bless` then writes the references from their median.
     {"name": "acceptance", "options": [*SERIAL, "--setvar=profile=full", "--reruns=2"]},
@@ -103,9 +110,7 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
     osu_source = bool(os.environ.get(OSU_SOURCE_ENV))
     envs = [environment(b, osu_source) for b in buildset.builds]
     names = [e["name"] for e in envs]
-    if extra_systems is None:
-        extra_systems = [*site_systems(names), *cluster_systems(names)]
-    systems = [*extra_systems, local_system(names)]
+    systems = keep_partitions(all_systems(names, extra_systems))
     if not envs:
         # ReFrame needs at least one environment per partition: keep a marker one
         # so that `reframe --list` works and says why nothing runs.
@@ -142,6 +147,13 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
         }],
         "storage": [{"enable": True, "sqlite_db_file": str(results_db())}],
     }
+
+
+def all_systems(names: list[str], extra_systems: list[dict] | None = None) -> list[dict]:
+    """The site's systems, the emulated cluster's (while up), then this machine."""
+    if extra_systems is None:
+        extra_systems = [*site_systems(names), *cluster_systems(names)]
+    return [*extra_systems, local_system(names)]
 
 
 def cluster_systems(envs: list[str]) -> list[dict]:

@@ -15,6 +15,8 @@ backend needs; it also sees finished jobs, see squeue_backend.py):
 
 from __future__ import annotations
 
+import os
+
 from ..paths import results_dir
 from ..placement import node_features
 from ..rfm.launch import BUILD_MPIEXEC, SRUN
@@ -24,10 +26,13 @@ from ..vcluster.layout import Layout, default_dir
 from ..vcluster.slurm_conf import NODE_CPUS
 
 SYSTEM = "vcluster"
+#: Longest a job may pend on the emulated cluster (rfm/squeue_all.py names the reason).
+MAX_PENDING = "5m"
 
 
 def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
-              lay: Layout) -> dict:
+              lay: Layout, same_nodes_as: str = "") -> dict:
+    extras = {"same_nodes_as": same_nodes_as} if same_nodes_as else {}
     return {
         "name": name,
         "descr": descr,
@@ -39,9 +44,13 @@ def partition(name: str, descr: str, launcher: str, nodes: int, envs: list[str],
         "features": [*node_features(nodes), "slurm", "vcluster"],
         "env_vars": [["SLURM_CONF", str(lay.slurm_conf)]],
         "sched_options": {"use_nodes_option": True, "job_submit_timeout": 60},
-        # The emulated nodes share this machine's cores: no rank pinning.
-        "extras": {"nodes": nodes, "cores": NODE_CPUS, "cpu_binding": "none",
-                   "cluster_dir": str(lay.dir), "net_counters": True},
+        # Every emulated node claims NODE_CPUS cores, but they all share this
+        # machine's: shared_cores marks layouts with more ranks as oversubscribed,
+        # and no rank is pinned. No job waits here for anything but the session's
+        # own previous job: max_pending_time bounds what a stuck job can cost.
+        "extras": {"nodes": nodes, "cores": NODE_CPUS, "shared_cores": os.cpu_count() or 1,
+                   "cpu_binding": "none", "max_pending_time": MAX_PENDING,
+                   "cluster_dir": str(lay.dir), "net_counters": True, **extras},
     }
 
 
@@ -58,7 +67,7 @@ def system(envs: list[str], nodes: int, directory=None) -> dict:
             partition("compute", "srun direct launch, PMI per build", SRUN, nodes, envs,
                       lay),
             partition("compute_mpirun", "the build's mpirun/mpiexec inside the allocation",
-                      BUILD_MPIEXEC, nodes, envs, lay),
+                      BUILD_MPIEXEC, nodes, envs, lay, same_nodes_as="compute"),
         ],
     }
 

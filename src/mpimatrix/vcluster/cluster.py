@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from . import daemons, namespaces, privileges, slurm_conf
+from . import daemons, health, namespaces, privileges, slurm_conf
 from .daemons import Proc
 from .inside import command, env_for, node_states, run
 from .layout import ClusterError, Layout
@@ -26,22 +26,30 @@ __all__ = ["command", "down", "env_for", "holder_pid", "is_up", "kill_node", "lo
 
 
 # -- up ----------------------------------------------------------------------------------
-def up(lay: Layout, timeout: float = 60.0) -> dict:
-    """Start the cluster (idempotent). Returns the status with timings."""
+def up(lay: Layout, timeout: float = 60.0, force: bool = False) -> dict:
+    """Start the cluster (idempotent). Returns the status with timings and what was
+    done (`action`, see health.assess; `restarted`: the dead processes and the work
+    in head that a restart killed). A degraded cluster is restarted, but not over
+    live work in head unless `force`."""
     t0 = time.monotonic()
     privileges.require()
+    plan = health.assess(lay)
     old = load_state(lay)
-    if old:
-        health = _health(old)
-        if not health and old.get("phase") == "up":
-            if old["nodes"] != lay.nodes:
-                raise ClusterError(f"the cluster in {lay.dir} is up with {old['nodes']} "
-                                   f"node(s), not {lay.nodes}: run `mpimatrix cluster down` "
-                                   "first")
-            _wait_idle(lay, old, timeout)
-            return {**status(lay), "up_seconds": time.monotonic() - t0, "reused": True}
-        # stale or half-started: clean up and start afresh
-        _teardown(Layout(lay.dir, old.get("nodes", lay.nodes)), old)
+    if plan["action"] == health.REFUSE_NODES:
+        raise ClusterError(f"the cluster in {lay.dir} is up with {plan['nodes']} node(s), "
+                           f"not {lay.nodes}: run `mpimatrix cluster down` first")
+    if plan["action"] == health.REUSE:
+        _wait_idle(lay, old, timeout)
+        return {**status(lay), "up_seconds": time.monotonic() - t0, "reused": True,
+                "action": health.REUSE}
+    if plan["action"] == health.RESTART:
+        if plan["work"] and not force:
+            raise ClusterError(
+                f"the cluster in {lay.dir} is degraded (dead: {', '.join(plan['dead'])}); "
+                f"restarting it would kill what runs in head: {'; '.join(plan['work'][:3])}"
+                f"{' ...' if len(plan['work']) > 3 else ''}. Let it finish (or stop it), "
+                "or restart anyway with `mpimatrix cluster up --force`")
+        _teardown(Layout(lay.dir, plan["nodes"]), old)
     _prepare_files(lay)
     state = {"version": STATE_VERSION, "dir": str(lay.dir), "nodes": lay.nodes,
              "phase": "starting", "created": time.time(), "procs": [], "netns": {}}
@@ -53,7 +61,8 @@ def up(lay: Layout, timeout: float = 60.0) -> dict:
     state["phase"] = "up"
     state["up_seconds"] = round(time.monotonic() - t0, 3)
     save_state(lay, state)
-    return {**status(lay), "up_seconds": state["up_seconds"], "reused": False}
+    return {**status(lay), "up_seconds": state["up_seconds"], "reused": False,
+            "action": plan["action"], "restarted": plan}
 
 
 def _prepare_files(lay: Layout) -> None:
@@ -154,13 +163,7 @@ def _daemon_log_tail(lay: Layout, name: str) -> str:
     return text
 
 
-# -- running things inside --------------------------------------------------------------------
 # -- status --------------------------------------------------------------------------------------
-def _health(state: dict) -> list[str]:
-    """Processes of the cluster that should run but do not."""
-    return [p.name for p in procs_of(state) if not p.alive()]
-
-
 def status(lay: Layout) -> dict:
     state = load_state(lay)
     if not state:
@@ -176,7 +179,7 @@ def status(lay: Layout) -> dict:
     sinfo = node_states(full, state)
     return {
         "dir": str(lay.dir), "phase": state["phase"], "nodes": nodes,
-        "up": state["phase"] == "up" and not _health(state),
+        "up": state["phase"] == "up" and not health.dead(state),
         "members": members,
         "processes": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in procs],
         "sinfo": sinfo,
@@ -187,6 +190,7 @@ def status(lay: Layout) -> dict:
 # -- failure injection ------------------------------------------------------------------------
 def kill_node(lay: Layout, node: str, slurmd_only: bool = False) -> list[int]:
     """Simulate a crash: SIGKILL every process of a node (or only its slurmd)."""
+    privileges.require_root(f"kill {node}")
     state = load_state(lay)
     if not state:
         raise ClusterError(f"no cluster in {lay.dir}")
@@ -204,6 +208,7 @@ def kill_node(lay: Layout, node: str, slurmd_only: bool = False) -> list[int]:
 def down(lay: Layout) -> dict:
     """Stop every process of the cluster, let its namespaces vanish, remove its files."""
     t0 = time.monotonic()
+    privileges.require_root(f"stop the cluster in {lay.dir}")
     state = load_state(lay)
     if state is None:
         stray = _stray_pids(lay)

@@ -47,12 +47,16 @@ def missing_tools() -> list[str]:
     return [f"{cmd} ({pkg})" for cmd, pkg in TOOLS.items() if tool(cmd) == cmd]
 
 
+def root_problem() -> str:
+    if os.geteuid() != 0:
+        return (f"must run as root (uid is {os.geteuid()}): the cluster creates network, "
+                "UTS and mount namespaces and runs slurmd, which must be root")
+    return ""
+
+
 def problems() -> list[str]:
     """Why the cluster cannot be built here (empty list: it can)."""
-    out = []
-    if os.geteuid() != 0:
-        out.append(f"must run as root (uid is {os.geteuid()}): the cluster creates network, "
-                   "UTS and mount namespaces and runs slurmd, which must be root")
+    out = [root_problem()] if root_problem() else []
     caps = effective_caps()
     lacking = [name for bit, name in ((CAP_SYS_ADMIN, "CAP_SYS_ADMIN"),
                                       (CAP_NET_ADMIN, "CAP_NET_ADMIN"))
@@ -84,3 +88,9 @@ def require() -> None:
     why = problems()
     if why:
         raise ClusterError("the emulated cluster cannot run here: " + "; ".join(why))
+
+
+def require_root(what: str) -> None:
+    """Stopping or killing the cluster's processes needs root too (they are root's)."""
+    if root_problem():
+        raise ClusterError(f"cannot {what}: {root_problem()}")
