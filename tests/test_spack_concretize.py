@@ -10,8 +10,8 @@ The whole matrix (58 roots) takes tens of minutes on 2 cores (docs/spack.md), to
 long for a test: this test keeps spack.yaml and its overlay as they are and
 replaces only the specs by a subset that still goes through every mechanism: the
 site overlay chosen by MPIMATRIX_SPACK_SITE, the Debian externals from the
-generated shims, a source-built MPI (with a fabric variant) and the `%%`
-toolchain, and both benchmarks. Set MPIMATRIX_SPACK_FULL=1 to concretize the
+generated shims, a source-built MPI (MVAPICH 4 with a netmod) and the `%%`
+toolchain, and both benchmarks through the project's bundle package. Set MPIMATRIX_SPACK_FULL=1 to concretize the
 whole matrix instead.
 """
 
@@ -34,9 +34,9 @@ pytestmark = pytest.mark.spack
 
 ROOT = project_root()
 SUBSET = [
-    "intel-mpi-benchmarks %%c,cxx=gcc ^openmpi@4.1.4",
-    "osu-micro-benchmarks %%c,cxx=llvm ^mpich@4.0.2",
-    "intel-mpi-benchmarks %%c,cxx=gcc ^mpich@4.3 device=ch4 netmod=ucx",
+    "mpimatrix-benchmarks ^openmpi@4.1.4 %%c,cxx=gcc",
+    "mpimatrix-benchmarks ^mpich@4.0.2 %%c,cxx=llvm",
+    "mpimatrix-benchmarks ^mvapich@4 netmod=ucx %%c,cxx=gcc",
 ]
 
 
@@ -80,11 +80,19 @@ def test_concretize_with_debian_local(tmp_path):
     assert lock.version == 6
     if not full:
         assert len(lock.roots) == len(SUBSET)
-    builds, _sha = builds_from_lock(env_dir / "spack.lock", spack=False, prefixes={})
+    # the bundle: one root per MPI build, OSU and IMB on that MPI node
+    benches = {n.hash: str(tmp_path / n.hash) for n in lock.nodes.values()
+               if n.name in ("osu-micro-benchmarks", "intel-mpi-benchmarks")}
+    assert all(r["spec"].startswith("mpimatrix-benchmarks") for r in lock.roots)
+    builds, _sha = builds_from_lock(env_dir / "spack.lock", spack=False, prefixes=benches)
     names = {b.name for b in builds}
     assert {"openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-llvm14"} <= names, names
-    built = [b for b in builds if b.name.startswith("mpich-4.3")]
-    assert built and built[0].name.endswith("-ucx-gcc12"), names
+    if not full:
+        assert len(builds) == len(SUBSET)
+    for b in builds:
+        assert set(b.benchmarks) == {"osu", "imb"}, (b.name, b.notes)
+    mv = [b for b in builds if b.family == "mvapich"]
+    assert mv and mv[0].name.endswith("-ucx-gcc12") and mv[0].pmi == "pmi1", names
     ext = next(b for b in builds if b.name == "openmpi-4.1.4-ext-gcc12")
     assert ext.prefix.endswith(".cache/spack/shims/openmpi-4.1.4-debian")
 
