@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from helpers import FIXTURES, ROOT
+from test_spack_concretize import spack_requirements
 
 from mpimatrix.builds.spack import activation, site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
@@ -94,25 +95,6 @@ def test_reframe_defaults_to_the_quick_mode(calls, argv, expected):
 
 
 # -- with Spack ----------------------------------------------------------------------------
-def _spack_or_skip() -> str:
-    spack = spack_tool.find_spack()
-    if spack is None:
-        pytest.skip("Spack not found: set SPACK_ROOT or put `spack` on PATH "
-                    "(`mpimatrix spack locate` says how to get the pinned release)")
-    version, _ = spack_tool.spack_version(spack)
-    if not version.startswith("1."):
-        pytest.skip(f"{spack} is Spack {version or '?'}; spack.yaml needs Spack 1.x")
-    if os.environ.get(spack_tool.SITE_ENV, "debian-local") != "debian-local":
-        pytest.skip("the lock fixture was concretized with the debian-local overlay")
-    for exe in ("/usr/bin/mpicc.openmpi", "/usr/bin/mpicc.mpich"):
-        if not os.path.exists(exe):
-            pytest.skip(f"the fixture's installed builds are Debian's MPIs ({exe} missing)")
-    packages = Path(spack).resolve().parents[1].parent / "spack-packages"
-    if not (packages / "repos" / "spack_repo" / "builtin").is_dir():
-        pytest.skip(f"debian-local reads the builtin packages from {packages}; none there")
-    return spack
-
-
 SCRIPT = """
 . "$SETUP_ENV"
 env | sort > "$OUT/before"
@@ -148,7 +130,7 @@ def _vars(text: str) -> dict[str, str]:
 
 @pytest.mark.spack
 def test_activate_then_reframe_list_then_deactivate(tmp_path):
-    spack = _spack_or_skip()
+    spack = spack_requirements()
     site_overlay.write_shims("debian-local", out=open(os.devnull, "w"))
     env_dir = spack_tool.env_copy(tmp_path / "env")
     shims = str(ROOT / ".cache" / "spack" / "shims")
@@ -186,7 +168,7 @@ def test_activate_then_reframe_list_then_deactivate(tmp_path):
 
 @pytest.mark.spack
 def test_activated_without_a_lock_says_how_to_make_one(tmp_path):
-    spack = _spack_or_skip()
+    spack = spack_requirements()
     site_overlay.write_shims("debian-local", out=open(os.devnull, "w"))
     env_dir = spack_tool.env_copy(tmp_path / "env")
     got = _activated(spack, env_dir, tmp_path / "out", "-r")
