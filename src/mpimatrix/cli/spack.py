@@ -116,18 +116,13 @@ def _mode_in(argv: list[str]) -> str | None:
     return None
 
 
-def _without(argv: list[str], drop: set[str]) -> list[str]:
-    out, skip = [], False
-    for a in argv:
-        if skip:
-            skip = False
-        elif a == "--mode":
-            skip = "--mode" in drop
-            if not skip:
-                out.append(a)
-        elif a.startswith("--mode=") and "--mode" in drop:
-            continue
-        elif a not in drop:
+def _run_args(argv: list[str]) -> list[str]:
+    """argv without -r/--run and --mode [MODE] (`mpimatrix run` adds its own)."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a == "--mode":
+            next(it, None)
+        elif a not in ("-r", "--run") and not a.startswith("--mode="):
             out.append(a)
     return out
 
@@ -145,13 +140,13 @@ def reframe_main(argv: list[str]) -> int:
     if any(a in ("-h", "--help", "-V", "--version") for a in argv):
         os.execv(reframe_exe(), [reframe_exe(), *argv])
         return 127  # not reached
-    lock = lock_path_from_env()
+    lock = None if os.environ.get("MPIMATRIX_BUILDS") else lock_path_from_env()
     if lock is not None and not lock.is_file():
         print(f"reframe (mpimatrix): no Spack lock {lock}: {NO_LOCK_FIX}", file=sys.stderr)
         return 1
     mode = _mode_in(argv) or "quick"
     if "-r" in argv or "--run" in argv:
-        return run_session(mode, None, _without(argv, {"-r", "--run", "--mode"}))
+        return run_session(mode, None, _run_args(argv))
     rest = argv if _mode_in(argv) else [f"--mode={mode}", *argv]
     os.execv(reframe_exe(), [reframe_exe(), *rest])
     return 127  # not reached
