@@ -1,11 +1,10 @@
 """One root per MPI build: the bundle package and the lock reader on its lock.
 
 tests/fixtures/spack/debian-local-bundle-v6.spack.lock was written by
-`spack -e <copy> concretize -f` (Spack 1.1.0, spack-packages v2025.11.0) from the
-current spack.yaml and the debian-local overlay, with its specs replaced by five rows
-of the matrix: the bundle on the four Debian externals (gcc and llvm) and on
-`mvapich@4 netmod=ucx` with gcc. Its externals point at the shim prefixes made in
-the checkout it was concretized in (/work/wt-spack).
+`benchmarks/concretize_time.py` (`spack -v -e <copy> concretize -f`; Spack 1.1.0,
+spack-packages v2025.11.0) from the current spack.yaml and the debian-local overlay: the
+whole matrix, 29 roots. Its externals point at the shim prefixes made in the checkout it
+was concretized in (/work/wt-spack).
 """
 
 from __future__ import annotations
@@ -22,7 +21,9 @@ from mpimatrix.builds.spack.spec_naming import pmi_of
 from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 LOCK = FIXTURES / "spack" / "debian-local-bundle-v6.spack.lock"
-MPIS = ("openmpi", "mpich", "mvapich")
+#: the lock of the matrix before the bundle (58 roots: OSU and IMB roots apart)
+BEFORE = FIXTURES / "spack" / "debian-local-v6.spack.lock"
+MPIS = ("openmpi", "mpich", "mvapich", "mvapich2", "intel-oneapi-mpi")
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +35,8 @@ def test_roots_are_the_bundle_one_per_mpi_build(lock):
     assert lock.version == 6
     assert lock.spack["version"] == spack_tool.SPACK_VERSION
     assert lock.spack["commit"] == spack_tool.SPACK_COMMIT
-    assert len(lock.roots) == 5
-    assert all(r["spec"].startswith("mpimatrix-benchmarks ") for r in lock.roots)
+    assert len(lock.roots) == 29  # one per MPI x fabric x compiler (before: 58)
+    assert all(r["spec"].startswith("mpimatrix-benchmarks %%c,cxx=") for r in lock.roots)
     for r in lock.roots:
         node = lock.node(r["hash"])
         assert node.data["namespace"] == "mpimatrix"
@@ -49,20 +50,21 @@ def test_roots_are_the_bundle_one_per_mpi_build(lock):
 
 
 def test_every_build_gets_both_suites(lock, tmp_path):
-    prefixes = {}
-    for n in lock.nodes.values():
-        if n.name in ("osu-micro-benchmarks", "intel-mpi-benchmarks") or \
-                (n.name in MPIS and not n.is_external):
-            prefixes[n.hash] = str(tmp_path / n.hash[:7])
+    """The same 29 builds as the matrix had before the bundle, each with OSU and IMB
+    attached (installed prefixes given for the benchmarks), the externals used where
+    the site's MPIs are asked for."""
+    prefixes = {n.hash: str(tmp_path / n.hash[:7]) for n in lock.nodes.values()
+                if n.name in ("osu-micro-benchmarks", "intel-mpi-benchmarks")}
     recs, _ = builds_from_lock(LOCK, spack=False, prefixes=prefixes)
-    names = sorted(r.name for r in recs)
-    assert names == ["mpich-4.0.2-ext-gcc12", "mpich-4.0.2-ext-llvm14",
-                     "mvapich-4.1-ucx-gcc12", "openmpi-4.1.4-ext-gcc12",
-                     "openmpi-4.1.4-ext-llvm14"]
+    before, _ = builds_from_lock(BEFORE, spack=False, prefixes={})
+    assert sorted(r.name for r in recs) == sorted(r.name for r in before)
     for r in recs:
         assert set(r.benchmarks) == {"osu", "imb"}, (r.name, r.notes)
         assert not [n for n in r.notes if n.startswith("also ")], r.notes
         assert r.compiler.split("@")[0] in ("gcc", "llvm")
+    ext = {r.name for r in recs if "external" in r.notes}
+    assert ext == {"openmpi-4.1.4-ext-gcc12", "openmpi-4.1.4-ext-llvm14",
+                   "mpich-4.0.2-ext-gcc12", "mpich-4.0.2-ext-llvm14"}
 
 
 def test_mvapich4_launches_with_hydra_under_slurm(lock):
@@ -70,26 +72,30 @@ def test_mvapich4_launches_with_hydra_under_slurm(lock):
     process_managers=auto builds Hydra and MPICH's PMI-1 client, whose lines Slurm's
     pmi2 plugin cuts: launched by its own mpiexec inside the allocation."""
     recs, _ = builds_from_lock(LOCK, spack=False, prefixes={})
-    mv = next(r for r in recs if r.family == "mvapich")
+    mv = next(r for r in recs if r.name == "mvapich-4.1-ucx-gcc12")
     node = lock.node(mv.dag_hash)
     assert node.data["namespace"] == "mpimatrix"  # the configure_args fix
     assert node.values("process_managers") == ["auto"] and "pmi" not in node.params
     assert mv.pmi == "pmi1"
     assert srun_plugin(mv) == ("", SRUN_PMI1_LINE_NOTE)
     assert any("MPICH 4.3-based" in n and "PMI-1" in n for n in mv.notes), mv.notes
-    assert mv.fabric == "ucx" and mv.name == "mvapich-4.1-ucx-gcc12"
+    assert mv.fabric == "ucx"
+    assert all(r.pmi == "pmi1" for r in recs if r.family == "mvapich")
 
 
 def test_mvapich4_with_slurm_process_manager_is_srun_launched(lock, tmp_path):
     data = json.loads(LOCK.read_text())
-    node = next(d for d in data["concrete_specs"].values() if d["name"] == "mvapich")
-    node["parameters"]["process_managers"] = ["slurm"]
+    for node in data["concrete_specs"].values():
+        if node["name"] == "mvapich":
+            node["parameters"]["process_managers"] = ["slurm"]
     path = tmp_path / "spack.lock"
     path.write_text(json.dumps(data))
     recs, _ = builds_from_lock(path, spack=False, prefixes={})
-    mv = next(r for r in recs if r.family == "mvapich")
-    assert mv.pmi == "pmi2" and srun_plugin(mv) == ("pmi2", "")
-    assert any("Slurm's PMI library" in n for n in mv.notes)
+    mvs = [r for r in recs if r.family == "mvapich"]
+    assert len(mvs) == 4
+    for mv in mvs:
+        assert mv.pmi == "pmi2" and srun_plugin(mv) == ("pmi2", "")
+        assert any("Slurm's PMI library" in n for n in mv.notes)
 
 
 def test_external_mvapich_keeps_the_family_default(lock):
