@@ -10,9 +10,10 @@ The whole matrix (58 roots) takes tens of minutes on 2 cores (docs/spack.md), to
 long for a test: this test keeps spack.yaml and its overlay as they are and
 replaces only the specs by a subset that still goes through every mechanism: the
 site overlay chosen by MPIMATRIX_SPACK_SITE, the Debian externals from the
-generated shims, a source-built MPI (with a fabric variant) and the `%%`
-toolchain, and both benchmarks. Set MPIMATRIX_SPACK_FULL=1 to concretize the
-whole matrix instead.
+generated shims, a source-built MPI (MVAPICH 4 with a netmod) and the `%%`
+toolchain, and both benchmarks through the project's bundle package. Set
+MPIMATRIX_SPACK_FULL=1 to concretize the whole matrix instead. Concretizing runs no
+compiler: clang need not be installed (the llvm external only names it).
 """
 
 from __future__ import annotations
@@ -33,14 +34,19 @@ from mpimatrix.paths import project_root
 pytestmark = pytest.mark.spack
 
 ROOT = project_root()
+# `%%c,cxx=...` before `^`: written after `^openmpi@4.1.4` it binds to openmpi (its own
+# compiler), which an external, having none, cannot satisfy: Open MPI gets built.
 SUBSET = [
-    "intel-mpi-benchmarks %%c,cxx=gcc ^openmpi@4.1.4",
-    "osu-micro-benchmarks %%c,cxx=llvm ^mpich@4.0.2",
-    "intel-mpi-benchmarks %%c,cxx=gcc ^mpich@4.3 device=ch4 netmod=ucx",
+    "mpimatrix-benchmarks %%c,cxx=gcc ^openmpi@4.1.4",
+    "mpimatrix-benchmarks %%c,cxx=llvm ^mpich@4.0.2",
+    "mpimatrix-benchmarks %%c,cxx=gcc ^mvapich@4 netmod=ucx",
 ]
 
 
-def _requirements() -> str:
+def spack_requirements(need: tuple[str, ...] = ("/usr/bin/mpicc.openmpi",
+                                                "/usr/bin/mpicc.mpich")) -> str:
+    """The spack executable, or skip saying what is missing (also used by
+    test_spack_activation.py)."""
     spack = spack_tool.find_spack()
     if spack is None:
         pytest.skip("Spack not found: set SPACK_ROOT or put `spack` on PATH "
@@ -51,9 +57,10 @@ def _requirements() -> str:
     site = os.environ.get(spack_tool.SITE_ENV, "debian-local")
     if site != "debian-local":
         pytest.skip(f"{spack_tool.SITE_ENV}={site}: this test concretizes with debian-local")
-    for exe in ("/usr/bin/mpicc.openmpi", "/usr/bin/mpicc.mpich", "/usr/bin/clang"):
+    for exe in need:
         if not os.path.exists(exe):
-            pytest.skip(f"debian-local needs the Debian MPIs and clang ({exe} missing)")
+            pytest.skip(f"debian-local needs the Debian MPIs ({exe} missing): apt install "
+                        "openmpi-bin libopenmpi-dev mpich libmpich-dev")
     packages = Path(spack).resolve().parents[1].parent / "spack-packages"
     if not (packages / "repos" / "spack_repo" / "builtin").is_dir():
         pytest.skip(f"debian-local reads the builtin packages from {packages} (a checkout "
@@ -62,7 +69,7 @@ def _requirements() -> str:
 
 
 def test_concretize_with_debian_local(tmp_path):
-    spack = _requirements()
+    spack = spack_requirements()
     if not (ROOT / ".cache" / "spack" / "debian-local" / "packages.yaml").is_file():
         site_overlay.write_shims("debian-local")
     full = os.environ.get("MPIMATRIX_SPACK_FULL") == "1"
@@ -80,18 +87,26 @@ def test_concretize_with_debian_local(tmp_path):
     assert lock.version == 6
     if not full:
         assert len(lock.roots) == len(SUBSET)
-    builds, _sha = builds_from_lock(env_dir / "spack.lock", spack=False, prefixes={})
+    # the bundle: one root per MPI build, OSU and IMB on that MPI node
+    benches = {n.hash: str(tmp_path / n.hash) for n in lock.nodes.values()
+               if n.name in ("osu-micro-benchmarks", "intel-mpi-benchmarks")}
+    assert all(r["spec"].startswith("mpimatrix-benchmarks") for r in lock.roots)
+    builds, _sha = builds_from_lock(env_dir / "spack.lock", spack=False, prefixes=benches)
     names = {b.name for b in builds}
     assert {"openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-llvm14"} <= names, names
-    built = [b for b in builds if b.name.startswith("mpich-4.3")]
-    assert built and built[0].name.endswith("-ucx-gcc12"), names
+    if not full:
+        assert len(builds) == len(SUBSET)
+    for b in builds:
+        assert set(b.benchmarks) == {"osu", "imb"}, (b.name, b.notes)
+    mv = [b for b in builds if b.family == "mvapich"]
+    assert mv and mv[0].name.endswith("-ucx-gcc12") and mv[0].pmi == "pmi1", names
     ext = next(b for b in builds if b.name == "openmpi-4.1.4-ext-gcc12")
     assert ext.prefix.endswith(".cache/spack/shims/openmpi-4.1.4-debian")
 
 
 def test_concretize_needs_a_site(tmp_path):
     """Without MPIMATRIX_SPACK_SITE, Spack refuses the environment and names the path."""
-    spack = _requirements()
+    spack = spack_requirements()
     env_dir = tmp_path / "env"
     env_dir.mkdir()
     (env_dir / "spack.yaml").write_text((ROOT / "spack.yaml").read_text())

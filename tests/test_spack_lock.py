@@ -1,8 +1,9 @@
-"""The Spack lock reader against the real lock of this project's spack.yaml.
+"""The Spack lock reader against a real lock of this project's spack.yaml.
 
 tests/fixtures/spack/debian-local-v6.spack.lock was written by `spack -e .
 concretize` (Spack 1.1.0, spack-packages v2025.11.0) with the debian-local
-overlay: the whole matrix, 58 roots (benchmarks/concretize_time.py --cold). Its
+overlay: the whole matrix as it was before the bundle package, 58 roots (OSU and IMB
+roots apart; the lock of the current matrix is tested in test_spack_bundle.py). Its
 externals point at the shim prefixes `mpimatrix spack shims` made in the checkout
 it was concretized in.
 """

@@ -78,12 +78,20 @@ def test_seed_002_combinations(env):
                for s in mpis)
 
 
-def test_both_benchmarks_on_each_mpi(env):
-    assert set(_definitions(env)["benchmarks"]) == {"osu-micro-benchmarks",
-                                                    "intel-mpi-benchmarks"}
+def test_both_benchmarks_on_each_mpi_in_one_root(env):
+    """One root per MPI x fabric x compiler: the project's bundle package depends on
+    both suites, so each MPI build is concretized once, with OSU and IMB on it."""
+    assert _definitions(env)["benchmarks"] == ["mpimatrix-benchmarks"]
     matrices = [m["matrix"] for m in env["specs"] if isinstance(m, dict)]
     assert [["$benchmarks"], ["$^mpis"], ["$compilers"]] in matrices
     assert [["$benchmarks"], ["$^site_mpis"], ["$compilers"]] in matrices
+    bundle = (ROOT / "packages/spack_repo/mpimatrix/packages/mpimatrix_benchmarks/package.py"
+              ).read_text()
+    assert "class MpimatrixBenchmarks(BundlePackage)" in bundle
+    for dep in ('depends_on("mpi")', 'depends_on("osu-micro-benchmarks", when="+osu")',
+                'depends_on("intel-mpi-benchmarks", when="+imb")',
+                'depends_on("c", type="build")', 'depends_on("cxx", type="build")'):
+        assert dep in bundle
 
 
 def test_every_exclude_has_a_comment_naming_the_conflict(env):

@@ -2,6 +2,9 @@
 
     mpimatrix spack locate            which Spack, is it the pinned one, is builtin pinned
     mpimatrix spack get               no Spack: clone the pinned release and packages
+    mpimatrix spack setup [--site S]  what `spack env activate .` needs: the activation
+                                      (ReFrame variables, `reframe` on PATH) and the
+                                      site's machine-local externals
     mpimatrix spack shims [--site S]  machine-local externals of a site overlay (Debian MPIs)
     mpimatrix spack mirror-add FILE   put a source tarball where a file:// mirror is read
 """
@@ -14,11 +17,14 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..builds.sources import lock_path_from_env
+from ..builds.spack.activation import write_activation
 from ..builds.spack.site_overlay import (
     ShimError,
     archive_ext,
     generated_dir,
     mirror_path,
+    overlay_dir,
     write_shims,
 )
 from ..builds.spack.tool import (
@@ -78,6 +84,74 @@ def cmd_shims(args) -> int:
     return 0
 
 
+def cmd_setup(args) -> int:
+    site = args.site or os.environ.get(SITE_ENV) or "debian-local"
+    if not overlay_dir(site).is_dir():
+        print(f"mpimatrix spack setup: no site overlay {overlay_dir(site)}", file=sys.stderr)
+        return 2
+    if (overlay_dir(site) / "shims.yaml").is_file():
+        rc = cmd_shims(args)
+        if rc:
+            return rc
+    out = write_activation()
+    print(f"wrote {out}/env_vars.yaml and {out}/bin/reframe\nNext (site {site}):\n"
+          f"  export {SITE_ENV}={site}\n  spack env activate .\n"
+          "  spack concretize && spack install     # once: writes spack.lock, builds\n"
+          "  reframe -r                             # the quick mode on the lock's builds")
+    return 0
+
+
+# -- `reframe` in the activated environment ------------------------------------------------
+NO_LOCK_FIX = ("make it in the activated environment: `spack concretize` (writes "
+               "spack.lock), then `spack install`; or `spack env deactivate` to run on the "
+               "MPIs this machine has")
+
+
+def _mode_in(argv: list[str]) -> str | None:
+    for i, a in enumerate(argv):
+        if a == "--mode" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--mode="):
+            return a.partition("=")[2]
+    return None
+
+
+def _run_args(argv: list[str]) -> list[str]:
+    """argv without -r/--run and --mode [MODE] (`mpimatrix run` adds its own)."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a == "--mode":
+            next(it, None)
+        elif a not in ("-r", "--run") and not a.startswith("--mode="):
+            out.append(a)
+    return out
+
+
+def reframe_main(argv: list[str]) -> int:
+    """`reframe` on PATH in the activated environment (.cache/spack/activate/bin/reframe).
+
+    Without --mode: the quick mode (serial). With -r/--run: `mpimatrix run`'s session
+    (report in results/reports, session in the results database, the project's
+    summary). Anything else goes to ReFrame as it is, with --mode added.
+    """
+    from ..run.reframe_cmd import reframe_exe
+    from ..run.session import run_session
+
+    if any(a in ("-h", "--help", "-V", "--version") for a in argv):
+        os.execv(reframe_exe(), [reframe_exe(), *argv])
+        return 127  # not reached
+    lock = None if os.environ.get("MPIMATRIX_BUILDS") else lock_path_from_env()
+    if lock is not None and not lock.is_file():
+        print(f"reframe (mpimatrix): no Spack lock {lock}: {NO_LOCK_FIX}", file=sys.stderr)
+        return 1
+    mode = _mode_in(argv) or "quick"
+    if "-r" in argv or "--run" in argv:
+        return run_session(mode, None, _run_args(argv))
+    rest = argv if _mode_in(argv) else [f"--mode={mode}", *argv]
+    os.execv(reframe_exe(), [reframe_exe(), *rest])
+    return 127  # not reached
+
+
 def cmd_mirror_add(args) -> int:
     src = Path(args.file)
     data = src.read_bytes()
@@ -108,6 +182,12 @@ def register(sub) -> None:
                    "the packages go next to it)")
     s.add_argument("--force", action="store_true", help="clone even if Spack is found")
     s.set_defaults(func=cmd_get)
+
+    s = ssub.add_parser("setup", help="prepare `spack env activate .`: ReFrame variables, "
+                        "`reframe` on PATH, the site's machine-local externals")
+    s.add_argument("--site", help=f"overlay under site_config/spack (default ${SITE_ENV}, "
+                   "else debian-local)")
+    s.set_defaults(func=cmd_setup)
 
     s = ssub.add_parser("shims", help="make a site's machine-local externals (Debian MPIs)")
     s.add_argument("--site", help=f"overlay under site_config/spack (default ${SITE_ENV}, "

@@ -41,6 +41,7 @@ from .spec_naming import (
     compiler_tag,
     fabric_of,
     pmi_of,
+    pmi_of_mvapich,
     spec_string,
 )
 from .tool import find_spack
@@ -145,6 +146,8 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
     env: dict[str, str] = dict(fam.env)
     prepare: list[str] = []
 
+    if family == "mvapich" and not mpi.is_external:
+        notes.append(f"pmi: {pmi_of_mvapich(mpi)[1]}")
     if mpi.is_external:
         prefix = mpi.external_path
         notes.append("external")

@@ -85,8 +85,29 @@ def pmi_of(node: Node, family: str) -> str:
         return "pmi2" if node.variant("pmi") is True and not node.is_external else "pmix"
     if family == "impi":
         return FAMILIES["impi"].pmi
+    if family == "mvapich" and not node.is_external:
+        return pmi_of_mvapich(node)[0]
     variant = "pmi_version" if family == "mvapich2" else "pmi"
     return PMI_OF_VARIANT.get(str(node.variant(variant, "default")), FAMILIES[family].pmi)
+
+
+def pmi_of_mvapich(node: Node) -> tuple[str, str]:
+    """(PMI wire, why) of a Spack-built MVAPICH (`mvapich`, 4.x: MPICH 4.3-based).
+
+    Its recipe (spack-packages v2025.11.0) has no `pmi` variant: the PMI follows
+    `process_managers`. `auto` (the default) and hydra/gforker/remshell add no
+    --with-pmi, so MPICH 4.3's own PMI client is built, PMI-1 by default (MPICH >= 4.2
+    builds the PMI-1 and PMI-2 client interfaces, PMI-1 the default), and Hydra's
+    mpiexec. `slurm` configures --with-pm=none --with-pmi=slurm: Slurm's libpmi,
+    no mpiexec at all; its requests go through Slurm's own library, not as PMI-1
+    lines to the pmi2 plugin, so srun --mpi=pmi2 launches it directly.
+    """
+    pms = node.values("process_managers") or ["auto"]
+    if "slurm" in pms:
+        return "pmi2", ("MVAPICH process_managers=slurm: Slurm's PMI library, no mpiexec; "
+                        "srun --mpi=pmi2")
+    return "pmi1", (f"MVAPICH {node.version} (MPICH 4.3-based), process_managers="
+                    f"{','.join(pms)}: MPICH's PMI-1 client and Hydra's mpiexec")
 
 
 def spec_string(lock: Lock, node: Node) -> str:

@@ -121,16 +121,29 @@ def git_head(path: Path) -> str:
 # -- environment copies --------------------------------------------------------------------
 def env_copy(dest: Path, specs: list[str] | None = None, root: Path | None = None) -> Path:
     """A Spack environment directory with the project's spack.yaml (its specs
-    replaced by `specs` if given) and links to packages/, site_config/ and .cache/,
-    so that `spack -e dest concretize` writes its lock there, not in the project."""
+    replaced by `specs` if given), links to packages/ and site_config/, and a
+    .cache/spack of its own: links to the project's machine-local parts (site shims,
+    mirror) and an activation of its own (MPIMATRIX_LOCK=<dest>/spack.lock), so that
+    `spack -e dest concretize` writes its lock there, not in the project."""
+    from .activation import ACTIVATE_DIR, write_activation
+
     root = root or project_root()
     dest.mkdir(parents=True, exist_ok=True)
     manifest = yaml.safe_load((root / "spack.yaml").read_text())
     if specs is not None:
         manifest["spack"]["specs"] = list(specs)
     (dest / "spack.yaml").write_text(yaml.safe_dump(manifest, sort_keys=False))
-    for d in ("packages", "site_config", ".cache"):
+    for d in ("packages", "site_config"):
         link = dest / d
         if not link.exists():
             link.symlink_to(root / d)
+    cache = dest / ACTIVATE_DIR.parent
+    cache.mkdir(parents=True, exist_ok=True)
+    project_cache = root / ACTIVATE_DIR.parent
+    if project_cache.is_dir():
+        for entry in project_cache.iterdir():
+            link = cache / entry.name
+            if entry.name != ACTIVATE_DIR.name and not link.exists():
+                link.symlink_to(entry)
+    write_activation(dest, root)
     return dest
