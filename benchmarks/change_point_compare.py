@@ -48,6 +48,8 @@ def ruptures_points(values: list[float]) -> list[int]:
     import ruptures as rpt
 
     med = statistics.median(values)
+    if not med > 0 or not all(math.isfinite(v) for v in values):
+        return []  # e.g. an overlap of 0 %: nothing to scale by (PELT fails on NaN)
     x = np.array(values) / med
     diffs = np.diff(x)
     sigma = 1.4826 * float(np.median(np.abs(diffs - np.median(diffs)))) / math.sqrt(2) or 1e-6

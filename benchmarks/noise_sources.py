@@ -148,7 +148,8 @@ def run_c2c(exe: Path | None) -> float | None:
 def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
     name, _, rest = spec.partition(":")
     env = {}
-    for item in filter(None, rest.split(",")):
+    # a comma starts the next variable only when what follows looks like NAME=
+    for item in filter(None, re.split(r",(?=[A-Z_][A-Z0-9_]*=)", rest)):
         key, sep, value = item.partition("=")
         if not sep:
             raise SystemExit(f"noise_sources: bad variant {spec!r} (want NAME:VAR=VALUE,...)")
