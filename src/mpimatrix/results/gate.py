@@ -9,12 +9,11 @@ outside the tolerance. One slow sample is noise; the database keeps every sample
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 
 from ..units import human_size
-from .sessions import build_label, check_label, perf_values, testcases
+from .sessions import build_label, case_name, check_label, perf_values, testcases
 
 #: Statuses, worst first.
 REGRESSION, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
@@ -72,8 +71,7 @@ class Verdict:
 
 
 def _key(tc: dict, var: str) -> tuple:
-    name = re.sub(r"\s*%\.repeat_no=\d+", "", tc["name"])
-    return tc.get("system"), tc.get("partition"), tc.get("environ"), name, var
+    return tc.get("system"), tc.get("partition"), tc.get("environ"), case_name(tc), var
 
 
 def verdicts(session: dict, confirmations: list[dict] | None = None,

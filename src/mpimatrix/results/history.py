@@ -12,14 +12,13 @@ once a few sessions after the step agree.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..atomic import atomic_write
-from .sessions import build_label, check_label, perf_values, testcases
+from .sessions import build_label, case_name, check_label, perf_values, testcases
 
 #: Significance of a step (two-sided t-test of the points before and after it).
 MAX_PVALUE = 0.01
@@ -108,7 +107,7 @@ def series_of(sessions: list[dict]) -> list[Series]:
             continue
         samples: dict[tuple, tuple[list[float], tuple[str, str, str]]] = {}
         for tc in testcases([s]):
-            name = re.sub(r"\s*%\.repeat_no=\d+", "", tc["name"])
+            name = case_name(tc)
             meta = (_undefined(tc.get("lock_sha256")) or _undefined(info.get("spack_lock")),
                     _undefined(tc.get("build_hash")), _undefined(tc.get("injected")))
             for pv in perf_values(tc):

@@ -4,6 +4,7 @@ database): loading them and walking their test cases and performance values."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,6 +73,12 @@ def perf_values(tc: dict) -> list[PerfValue]:
 
 #: Units of rates and shares, for values recorded without perf_info.
 HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", "%", "msg/s", "Msg/sec"}
+
+
+def case_name(tc: dict) -> str:
+    """The test case's name without ReFrame's `%.repeat_no=N` (the repetitions of one
+    case are samples of the same values)."""
+    return re.sub(r"\s*%\.repeat_no=\d+", "", tc["name"])
 
 
 def build_label(tc: dict) -> str:

@@ -3,19 +3,13 @@ the report's seams take: front.Verdict and trend.ChangePoint."""
 
 from __future__ import annotations
 
-import re
-
 from .. import gate, history
-from ..sessions import check_label, testcases
+from ..sessions import case_name, check_label, testcases
 from .front import Verdict
 from .trend import ChangePoint
 
 #: The gate's statuses the report shows; pass and no reference are not listed.
 STATUS = {gate.REGRESSION: "regression", gate.NOISE: "noise", gate.NOT_GATED: "not_gated"}
-
-
-def _name(tc: dict) -> str:
-    return re.sub(r"\s*%\.repeat_no=\d+", "", tc["name"])
 
 
 def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
@@ -45,7 +39,7 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
 def history_change_points(sessions: list[dict]) -> list[ChangePoint]:
     """Steps in each value's history (Apache Otava, at least history.MIN_POINTS
     sessions), with the lock or build hash that changed at the step."""
-    ref_keys = {(tc.get("environ"), _name(tc)): tc.get("ref_key", "")
+    ref_keys = {(tc.get("environ"), case_name(tc)): tc.get("ref_key", "")
                 for tc in testcases(sessions)}
     out = []
     for c in history.all_changes(sessions):
