@@ -166,3 +166,44 @@ def test_packages_repo_layout():
         text = pkg.read_text()
         assert "Verified" in text or "verified" in text, f"{pkg}: say how the fix was verified"
         assert re.fullmatch(r"[a-z0-9_]+", pkg.parent.name)
+
+
+NOT_BUILT = ROOT / "site_config" / "spack-matrix" / "packages.yaml"
+
+
+def _lock_package_names() -> set[str]:
+    names: set[str] = set()
+    for lock in (ROOT / "tests" / "fixtures" / "spack").glob("*.spack.lock"):
+        data = yaml.safe_load(lock.read_text())  # JSON is YAML
+        names |= {s["name"] for s in data["concrete_specs"].values()}
+    return names
+
+
+def test_not_built_list_spares_what_the_matrix_builds(env):
+    """The list only forbids building: nothing a committed lock contains, no matrix
+    family or benchmark. A site overlay that names a listed package gives it as an
+    external (usable: static analysis keeps externals) or re-allows building it."""
+    packages = yaml.safe_load(NOT_BUILT.read_text())["packages"]
+    assert len(packages) > 20
+    for name, conf in packages.items():
+        assert conf == {"buildable": False}, (name, conf)
+    in_locks = _lock_package_names()
+    assert {"openmpi", "mpich", "osu-micro-benchmarks", "gcc"} <= in_locks  # fixtures read
+    assert not set(packages) & in_locks
+    defs = _definitions(env)
+    matrix = {_package(s) for key in ("benchmarks", "mpis") for s in defs[key]}
+    assert not set(packages) & (matrix | {"mvapich", "mvapich2", "intel-oneapi-mpi"})
+    for site in site_overlay.list_sites():
+        f = site_overlay.overlay_dir(site) / "packages.yaml"
+        site_pkgs = (yaml.safe_load(f.read_text()) or {}).get("packages") or {}
+        for name in set(packages) & set(site_pkgs):
+            conf = site_pkgs[name] or {}
+            assert conf.get("externals") or conf.get("buildable") is True, (site, name)
+
+
+def test_not_built_list_has_the_lowest_precedence(env):
+    """Included last (Spack: earlier includes win), so a site overlay can re-allow."""
+    paths = [i["path"] if isinstance(i, dict) else i for i in env["include"]]
+    assert paths[-1] == "site_config/spack-matrix"
+    assert paths.index("site_config/spack-matrix") > next(
+        i for i, p in enumerate(paths) if spack_tool.SITE_ENV in p)
