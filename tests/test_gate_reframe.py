@@ -80,9 +80,9 @@ def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, 
     assert lines, proc.stdout[-3000:]
     assert all(ln.startswith(f"REGRESSION {victim} Imb MPI1:") for ln in lines), lines
     # e.g. "REGRESSION mpich-5.0.2-pypi Imb MPI1:PingPong intranode latency at 8 B: +290%
-    # (median of 4 sample(s) [...] us vs reference 0.21 us, tolerance +50%)"
+    # (best of 4 sample(s) [...] us vs reference 0.21 us, tolerance +50%)"
     pat = (rf"^REGRESSION {re.escape(victim)} Imb MPI1:(PingPong|Allreduce) intranode "
-           r"(latency|t_avg|bandwidth) at \d+ (B|KiB|MiB): [+-]\d+% \(median of 4 sample\(s\) "
+           r"(latency|t_avg|bandwidth) at \d+ (B|KiB|MiB): [+-]\d+% \(best of 4 sample\(s\) "
            r"\[.*\] (us|MB/s) vs reference .* tolerance [+-]\d+%\)$")
     assert any(re.match(pat, ln) for ln in lines), lines
     # the confirmation session is stored, tagged with the session it confirms

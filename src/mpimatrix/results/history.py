@@ -1,7 +1,8 @@
 """Change points in the history of each performance value, for the nightly.
 
 A series is one value (system, partition, build, test case, variable) over the
-stored sessions, one point per session (the median of its repetitions).
+stored sessions, one point per session (the best of its passes, as the gate
+judges it).
 Confirmation sessions are not points of their own. Steps are found with Apache
 Otava's E-Divisive means with a Student t-test on each candidate (the method of
 MongoDB's Hunter, "Using Change Point Detection to Hunt for Performance
@@ -12,13 +13,13 @@ once a few sessions after the step agree.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..atomic import atomic_write
 from .sessions import build_label, case_name, check_label, perf_values, testcases
+from .statistics import best
 
 #: Significance of a step (two-sided t-test of the points before and after it).
 MAX_PVALUE = 0.01
@@ -122,7 +123,8 @@ def series_of(sessions: list[dict]) -> list[Series]:
                 samples.setdefault(key, ([], meta))[0].append(float(pv.value))
         for key, (vals, (lock, bhash, injected)) in samples.items():
             out[key].points.append(Point(info.get("time_start_unix", 0.0),
-                                         statistics.median(vals), info.get("uuid", "?"),
+                                         best(vals, out[key].higher_is_better),
+                                         info.get("uuid", "?"),
                                          lock, bhash, injected))
     return list(out.values())
 

@@ -1,7 +1,10 @@
 """Write performance references from stored sessions ("bless").
 
-Per value: the median over the sessions given, a robust spread, the number of
-samples, and a tolerance derived from the spread with a floor (statistics.py).
+Per value: one sample per session, the best of its passes (the gate judges a
+session by the same statistic), or every pass when fewer than 3 sessions have
+the value (one site-acceptance session of 3 passes); then the median, a robust
+spread, the number of samples, and a tolerance derived from the spread with a
+floor (statistics.py).
 Times get an upper tolerance only (slower is a regression), rates and
 percentages a lower one. A value too noisy to gate is written with unbounded
 thresholds (ReFrame reports it, never fails it) and the reason.
@@ -26,7 +29,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ..atomic import atomic_write
 from ..reference_file import INDEX, load_references, stats_path
 from .sessions import perf_values, testcases
-from .statistics import ValueStats, round_sig, value_stats
+from .statistics import MIN_SAMPLES, ValueStats, best, round_sig, value_stats
 
 HEADER = ("# Performance references (ReFrame external reference format, $ref), written by\n"
           "# `mpimatrix bless`; the statistics behind each tolerance are in the .stats.yaml\n"
@@ -41,8 +44,27 @@ class BlessError(Exception):
 class Samples:
     unit: str
     higher_is_better: bool
-    values: list[float] = field(default_factory=list)
+    by_session: dict[str, list[float]] = field(default_factory=dict)
     excluded: str = ""  # why this value is never gated (e.g. an oversubscribed placement)
+
+    def add(self, session: str, value: float) -> None:
+        self.by_session.setdefault(session, []).append(value)
+
+    @property
+    def values(self) -> list[float]:
+        """One sample per session (its best pass) when enough sessions have the value,
+        else every pass."""
+        if len(self.by_session) >= MIN_SAMPLES:
+            return [best(v, self.higher_is_better) for v in self.by_session.values()]
+        return [x for v in self.by_session.values() for x in v]
+
+    @property
+    def basis(self) -> str:
+        passes = max(len(v) for v in self.by_session.values())
+        if len(self.by_session) >= MIN_SAMPLES:
+            return (f"best of each session's {passes} passes" if passes > 1 else
+                    "one pass per session")
+        return f"every pass of {len(self.by_session)} session(s)"
 
 
 def blessable(tc: dict) -> bool:
@@ -53,22 +75,24 @@ def blessable(tc: dict) -> bool:
 def collect(sessions: list[dict], system: str | None = None) -> dict:
     """{test class: {partition: {environ: {ref_key: {var: Samples}}}}}"""
     acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    for tc in testcases(sessions):
-        key = tc.get("ref_key")
-        if not blessable(tc) or not key or key == "<undefined>":
-            continue
-        if system and tc.get("system") != system:
-            continue
-        cls = tc["name"].split()[0]
-        part = f"{tc['system']}:{tc['partition']}"
-        for pv in perf_values(tc):
-            if pv.value is None or not math.isfinite(pv.value):
+    for i, session in enumerate(sessions):
+        uuid = str(session.get("session_info", {}).get("uuid") or f"#{i}")
+        for tc in testcases([session]):
+            key = tc.get("ref_key")
+            if not blessable(tc) or not key or key == "<undefined>":
                 continue
-            slot = acc[cls][part][tc["environ"]].setdefault(key, {}).setdefault(
-                pv.var, Samples(pv.unit, pv.higher_is_better))
-            slot.values.append(float(pv.value))
-            if tc.get("oversubscribed") is True:
-                slot.excluded = "oversubscribed placement: it measures the OS scheduler"
+            if system and tc.get("system") != system:
+                continue
+            cls = tc["name"].split()[0]
+            part = f"{tc['system']}:{tc['partition']}"
+            for pv in perf_values(tc):
+                if pv.value is None or not math.isfinite(pv.value):
+                    continue
+                slot = acc[cls][part][tc["environ"]].setdefault(key, {}).setdefault(
+                    pv.var, Samples(pv.unit, pv.higher_is_better))
+                slot.add(uuid, float(pv.value))
+                if tc.get("oversubscribed") is True:
+                    slot.excluded = "oversubscribed placement: it measures the OS scheduler"
     return acc
 
 
@@ -123,6 +147,7 @@ def bless(sessions: list[dict], floor: float, system: str | None, refs: Commente
 def _bless_value(out: Blessed, path: tuple, samples: Samples, floor: float) -> None:
     cls, part, env, key, var = path
     stats = value_stats(samples.values, floor)
+    stats.basis = samples.basis
     if samples.excluded:
         stats.gated, stats.reason = False, samples.excluded
     lower, upper = thresholds(stats, samples.higher_is_better)

@@ -2,7 +2,10 @@
 a tolerance derived from the spread, or a reason not to gate the value at all.
 
 Robust statistics throughout (median, and the MAD scaled to a normal standard
-deviation): one disturbed session among five must not widen a reference.
+deviation): one disturbed session among five must not widen a reference. The
+samples are one per session, the best of its passes (best()), when the value was
+measured in enough sessions; a single multi-pass session (site acceptance) gives
+its passes as the samples.
 """
 
 from __future__ import annotations
@@ -23,6 +26,12 @@ MAX_TOLERANCE = 0.5
 #: Two groups of samples further apart than this (relative to the lower one) and
 #: more than twice as far apart as either group is wide: a bimodal value.
 MODE_GAP = 0.3
+
+
+def best(samples: list[float], higher_is_better: bool) -> float:
+    """The best sample: the largest rate, the smallest time. Interference on a node
+    only slows a run down, so the best of a session's passes is its least disturbed."""
+    return max(samples) if higher_is_better else min(samples)
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,7 @@ class ValueStats:
     gated: bool
     reason: str = ""  # why not gated
     samples: list[float] = field(default_factory=list)
+    basis: str = ""  # what one sample is: the best of a session's passes, or one pass
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -77,8 +87,9 @@ class ValueStats:
         d["spread"] = round(self.spread, 4)
         d["tolerance"] = round(self.tolerance, 4)
         d["samples"] = [round_sig(x) for x in self.samples]
-        if not self.reason:
-            del d["reason"]
+        for key in ("reason", "basis"):
+            if not d[key]:
+                del d[key]
         return d
 
 
@@ -86,10 +97,10 @@ def round_sig(x: float, digits: int = 4) -> float:
     return float(f"{x:.{digits}g}")
 
 
-def value_stats(samples: list[float], floor: float) -> ValueStats:
+def value_stats(samples: list[float], floor: float, k_sigma: float = K_SIGMA) -> ValueStats:
     """Median, spread, tolerance and whether the value can be gated."""
     sp = spread(samples)
-    tol = max(floor, K_SIGMA * sp.cv)
+    tol = max(floor, k_sigma * sp.cv)
     stats = ValueStats(sp.median, sp.cv, sp.n, tol, True, samples=list(samples))
     split = modes(samples) if sp.n >= 4 else None
     if sp.n < MIN_SAMPLES:

@@ -27,12 +27,12 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
         else:
             tol = f"{v.tolerance:+.0%}" if v.tolerance is not None else "none"
             samples = ", ".join(f"{x:.3g}" for x in v.samples)
-            reason = (f"median of {len(v.samples)} sample(s) [{samples}] "
+            reason = (f"best of {len(v.samples)} sample(s) [{samples}] "
                       f"{'outside' if status == 'regression' else 'within'} the tolerance "
                       f"{tol}")
         out.append(Verdict(v.partition, v.environ,
                            ref_keys.get((v.environ, v.check, v.placement), ""), v.var, status,
-                           v.median, v.reference, v.unit, reason, v.build))
+                           v.value, v.reference, v.unit, reason, v.build))
     return out
 
 
