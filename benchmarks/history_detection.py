@@ -10,6 +10,8 @@ step was found (S or S+1 is the goal) or that it was missed, and the changes it
 reported for the other builds (none is the goal).
 
     python benchmarks/history_detection.py                  # 12 sessions, step at 6
+    python benchmarks/history_detection.py --mode compare   # 3 passes, as the nightly
+    python benchmarks/history_detection.py --analyse /tmp/mpimatrix-history-...   # no new runs
     python benchmarks/change_point_compare.py <store>/reports/quick-*.json   # Otava vs ruptures
 """
 
@@ -39,6 +41,8 @@ def main(argv=None) -> int:
     p.add_argument("--build", help="build to slow down (default: the first with IMB)")
     p.add_argument("--mode", default="quick")
     p.add_argument("--results", help="results store (default: a new one under /tmp)")
+    p.add_argument("--analyse", type=Path, metavar="STORE",
+                   help="only analyse the sessions of an earlier run's store")
     args = p.parse_args(argv)
     results = Path(args.results or f"/tmp/mpimatrix-history-{time.strftime('%Y%m%dT%H%M%S')}")
     env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
@@ -46,6 +50,21 @@ def main(argv=None) -> int:
     t0 = time.time()
     reports = []
     build = args.build
+    if args.analyse:
+        reports = sorted((load_report(f) for f in (args.analyse / "reports").glob("*.json")
+                          if not f.name.startswith("latest")
+                          and not f.name.endswith("-confirm.json")),
+                         key=lambda r: r["session_info"].get("time_start_unix", 0))
+        results, args.sessions = args.analyse, 0
+        step = next((i for i, r in enumerate(reports, 1)
+                     for tc in (t for run in r["runs"] for t in run["testcases"])
+                     if tc.get("injected") not in (None, "", "<undefined>")), None)
+        if step is None:
+            sys.exit(f"{args.analyse}: no injected session")
+        args.step_at = step
+        build = build or next(tc["build_name"] for run in reports[step - 1]["runs"]
+                              for tc in run["testcases"]
+                              if tc.get("injected") not in (None, "", "<undefined>"))
     for i in range(1, args.sessions + 1):
         run_env = dict(env)
         if i >= args.step_at and build:
@@ -69,7 +88,7 @@ def main(argv=None) -> int:
     for s in series:
         if s.build != build or s.unit == "%":
             continue
-        mine = [c for c in changes if c.series is s]
+        mine = [c for c in changes if c.series.key == s.key]  # series_of builds new objects
         at = [c.index + 1 for c in mine]  # 1-based session of the first point after
         found["series"] += 1
         if any(a in (args.step_at, args.step_at + 1) for a in at):
@@ -80,7 +99,7 @@ def main(argv=None) -> int:
             found["missed"] += 1
     others = [c for c in changes if c.series.build != build]
     print(f"step +{args.slowdown:.0%} on {build} from session {args.step_at} of "
-          f"{args.sessions}: found at session {args.step_at} or {args.step_at + 1} in "
+          f"{len(reports)}: found at session {args.step_at} or {args.step_at + 1} in "
           f"{found['at step']} of {found['series']} of its time/rate series, elsewhere in "
           f"{found['elsewhere']}, missed in {found['missed']}")
     print(f"changes reported for the other builds: {len(others)} in "

@@ -288,3 +288,14 @@ def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):
                for var, pv in k.items() if var == "overlap_1MiB"]
     assert entries == [[0.0, None, None, "%"]]
     assert any("overlap_1MiB: median 0.0 is no time or rate" in n for n in blessed.not_gated)
+
+
+def test_changes_match_their_series_by_key():
+    """all_changes and series_of build their own Series objects: a change is matched to
+    its series by key (benchmarks/history_detection.py once compared identities and
+    counted every found step as missed)."""
+    sessions = _series_sessions(step_from=6, factor=1.15)
+    changes = history.all_changes(sessions)
+    keys = {s.key for s in history.series_of(sessions)}
+    assert changes and all(c.series.key in keys for c in changes)
+    assert not any(c.series is s for c in changes for s in history.series_of(sessions))
