@@ -27,7 +27,14 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.results.sessions import build_label, case_name, load_report, perf_values, testcases
+from mpimatrix.results.sessions import (
+    build_label,
+    case_name,
+    defined,
+    load_report,
+    perf_values,
+    testcases,
+)
 from mpimatrix.results.statistics import best, spread, value_stats
 
 
@@ -35,7 +42,7 @@ def passes_of(report: dict) -> dict[tuple, tuple[bool, str, list[float]]]:
     """{(build, case, var): (higher_is_better, injected, [one value per pass])}"""
     out: dict[tuple, tuple[bool, str, list[float]]] = {}
     for tc in testcases([report]):
-        injected = tc.get("injected") if tc.get("injected") not in (None, "<undefined>") else ""
+        injected = tc["injected"] if defined(tc.get("injected")) else ""
         for pv in perf_values(tc):
             if pv.value is None or pv.unit == "%":
                 continue

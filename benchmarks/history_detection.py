@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.results import history
-from mpimatrix.results.sessions import load_report
+from mpimatrix.results.sessions import defined, load_report, testcases
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 
@@ -56,15 +56,11 @@ def main(argv=None) -> int:
                           and not f.name.endswith("-confirm.json")),
                          key=lambda r: r["session_info"].get("time_start_unix", 0))
         results, args.sessions = args.analyse, 0
-        step = next((i for i, r in enumerate(reports, 1)
-                     for tc in (t for run in r["runs"] for t in run["testcases"])
-                     if tc.get("injected") not in (None, "", "<undefined>")), None)
-        if step is None:
+        first = next(((i, tc) for i, r in enumerate(reports, 1) for tc in testcases([r])
+                      if defined(tc.get("injected"))), None)
+        if first is None:
             sys.exit(f"{args.analyse}: no injected session")
-        args.step_at = step
-        build = build or next(tc["build_name"] for run in reports[step - 1]["runs"]
-                              for tc in run["testcases"]
-                              if tc.get("injected") not in (None, "", "<undefined>"))
+        args.step_at, build = first[0], build or first[1]["build_name"]
     for i in range(1, args.sessions + 1):
         run_env = dict(env)
         if i >= args.step_at and build:

@@ -5,8 +5,8 @@ rate): on a shared node, noise only ever adds time, so the best of a few
 interleaved passes (`--mode nightly` and `compare` run 3) moves far less between
 sessions than any one sample does, while a real slowdown moves every sample,
 the best included. On this 2-core VM the robust spread between sessions of
-the quick catalogue's values went from 22 % for one sample to 7 % for the best
-of 3 (docs/noise.md). Values are blessed the same way (references.py).
+the quick catalogue's values (median over the values) was 17.8 % for one pass
+and 4.9 % for the best of 3 (docs/noise.md). Values are blessed the same way (references.py).
 
 ReFrame checks each sample against its reference as it runs. When a session's
 best is outside its tolerance, `mpimatrix run` measures the test case again on
