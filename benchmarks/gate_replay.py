@@ -12,9 +12,18 @@ e.g. `--mode compare`) and prints, with no new runs:
    spreads), the later sessions' best passes plus their confirmations judged against
    them: the values gated, the false alarms (builds not injected) and the detection
    rate per injected level. The default setting reproduces the live run's figures.
+3. with --variants: two alternatives to the gate's statistics, replayed: a value's spread
+   at least the median spread of its build's values (a MAD of 5 samples is itself noisy),
+   and each build judged relative to the other builds of the same session (their median
+   best/reference divides its values: host drift cancels, a slowdown of one build stays);
+4. with --spread: the same thresholds with references blessed from B unchanged sessions
+   spread over the experiment (every other later unchanged session, as a week of
+   nightlies would be) against the first B (back to back, as the live run blessed),
+   both judged on the same remaining sessions.
 
     python benchmarks/gate_replay.py /tmp/mm-gate3
     python benchmarks/gate_replay.py /tmp/mm-gate3 --settings 0.1:4,0.15:4,0.2:4 --bless 5
+    python benchmarks/gate_replay.py /tmp/mm-gate4 --spread
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from mpimatrix.results.sessions import (
     perf_values,
     testcases,
 )
-from mpimatrix.results.statistics import best, spread, value_stats
+from mpimatrix.results.statistics import MAX_TOLERANCE, MIN_SAMPLES, best, spread, value_stats
 
 
 def passes_of(report: dict) -> dict[tuple, tuple[bool, str, list[float]]]:
@@ -79,21 +88,55 @@ def noise_table(sessions: list[dict]) -> None:
             print(f"  {label:22s} {quantiles(cvs)}")
 
 
-def replay(bless: list[dict], later: list[tuple[dict, dict]], floor: float, k: float) -> str:
-    refs = {}
+def references_from(bless: list[dict], floor: float, k: float,
+                    pooled: bool = False) -> dict[tuple, tuple[float, float]]:
+    """{key: (median, tolerance)} of the gated values, as `bless` computes them; with
+    `pooled`, a value's spread is at least the median spread of its build's values."""
+    stats = {}
     for key in set().union(*bless):
         hib = next(b[key][0] for b in bless if key in b)
-        st = value_stats([best(b[key][2], hib) for b in bless if key in b], floor, k)
-        if st.gated:
-            refs[key] = (st.median, st.tolerance)
+        stats[key] = value_stats([best(b[key][2], hib) for b in bless if key in b], floor, k)
+    pool: dict[str, list[float]] = {}
+    for key, st in stats.items():
+        if st.n >= MIN_SAMPLES:
+            pool.setdefault(key[0], []).append(st.spread)
+    refs = {}
+    for key, st in stats.items():
+        tol = st.tolerance
+        if pooled and st.gated:
+            tol = max(tol, k * statistics.median(pool[key[0]]))
+        if st.gated and tol <= MAX_TOLERANCE:
+            refs[key] = (st.median, tol)
+    return refs
+
+
+def host_factors(per: dict, refs: dict) -> dict[str, float]:
+    """Per build, how much slower than their references the other builds' gated values
+    ran in this session (median of best/reference, rates inverted)."""
+    ratio = {}
+    for key, (hib, _, xs) in per.items():
+        if key in refs:
+            x, ref = best(xs, hib), refs[key][0]
+            ratio[key] = ref / x if hib else x / ref
+    return {build: statistics.median([r for k, r in ratio.items() if k[0] != build] or [1.0])
+            for build in {k[0] for k in ratio}}
+
+
+def replay(bless: list[dict], later: list[tuple[dict, dict]], floor: float, k: float,
+           pooled: bool = False, relative: bool = False) -> str:
+    """The gate replayed; `relative` judges each build's values divided by the host
+    factor of the other builds in the same session."""
+    refs = references_from(bless, floor, k, pooled)
     alarms, detected = Counter(), {}
     for per, conf in later:
+        factors = host_factors(per, refs) if relative else {}
         for key, (hib, injected, xs) in per.items():
             if key not in refs:
                 continue
             ref, tol = refs[key]
-            def outside(x, ref=ref, tol=tol, hib=hib):
-                return x < ref * (1 - tol) if hib else x > ref * (1 + tol)
+            f = factors.get(key[0], 1.0)
+            def outside(x, ref=ref, tol=tol, hib=hib, f=f):
+                return x * f < ref * (1 - tol) if hib else x / f > ref * (1 + tol)
             flagged = outside(best(xs, hib))
             if flagged and key in conf:
                 flagged = outside(best(xs + conf[key][2], hib))
@@ -107,7 +150,8 @@ def replay(bless: list[dict], later: list[tuple[dict, dict]], floor: float, k: f
                 alarms["flagged"] += flagged
     det = "; ".join(f"+{float(lv):.0%}: {c['flagged']}/{c['values']} = "
                     f"{c['flagged'] / c['values']:.0%}" for lv, c in sorted(detected.items()))
-    return (f"floor {floor:.0%}, {k:g} spreads: {len(refs)} gated, false alarms "
+    variant = "".join([", pooled spread" if pooled else "", ", relative" if relative else ""])
+    return (f"floor {floor:.0%}, {k:g} spreads{variant}: {len(refs)} gated, false alarms "
             f"{alarms['flagged']}/{alarms['values']} = "
             f"{alarms['flagged'] / max(alarms['values'], 1):.1%}; detection {det}")
 
@@ -118,6 +162,11 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5, help="sessions the references came from")
     p.add_argument("--settings", default="0.1:4,0.1:5,0.1:6,0.15:4,0.2:4",
                    help="FLOOR:SPREADS,... (default: the gate's 0.1:4 and stricter ones)")
+    p.add_argument("--variants", action="store_true",
+                   help="also: a value's spread at least its build's median spread "
+                   "(pooled); each build judged relative to the others in the session")
+    p.add_argument("--spread", action="store_true",
+                   help="also bless from unchanged sessions spread over the experiment")
     args = p.parse_args(argv)
     reports = sorted(f for f in (args.store / "reports").glob("*.json")
                      if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
@@ -134,10 +183,33 @@ def main(argv=None) -> int:
     noise_table(sessions)
     later = [(per, confirms.get(r["session_info"]["uuid"], {}))
              for per, r in zip(sessions[args.bless:], loaded[args.bless:], strict=True)]
-    for item in args.settings.split(","):
-        floor, _, k = item.partition(":")
-        print(replay(sessions[:args.bless], later, float(floor), float(k or 4)))
+    settings = [(float(f), float(k or 4)) for f, _, k in
+                (item.partition(":") for item in args.settings.split(","))]
+    for floor, k in settings:
+        print(replay(sessions[:args.bless], later, floor, k))
+    if args.variants:
+        for floor, k in settings:
+            for pooled, relative in ((True, False), (False, True), (True, True)):
+                print(replay(sessions[:args.bless], later, floor, k, pooled, relative))
+    if args.spread:
+        spread_bless(sessions, later, args.bless, settings)
     return 0
+
+
+def spread_bless(sessions: list[dict], later: list[tuple[dict, dict]], b: int,
+                 settings: list[tuple[float, float]]) -> None:
+    unchanged = [i for i, (per, _) in enumerate(later)
+                 if not any(injected for _, injected, _ in per.values())]
+    spread = unchanged[0::2][:b]
+    if len(spread) < b:
+        sys.exit(f"--spread: {len(unchanged)} later unchanged sessions, need {2 * b - 1}")
+    judged = [x for i, x in enumerate(later) if i not in spread]
+    print(f"bless from {b} unchanged sessions spread over the experiment (later sessions "
+          f"{', '.join(str(i + 1) for i in spread)}) vs the first {b}, judged on the "
+          f"other {len(judged)}:")
+    for floor, k in settings:
+        print("  first:  " + replay(sessions[:b], judged, floor, k))
+        print("  spread: " + replay([later[i][0] for i in spread], judged, floor, k))
 
 
 if __name__ == "__main__":

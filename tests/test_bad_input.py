@@ -200,12 +200,19 @@ PROBES = [
     Probe("osu-build-unknown", ["osu-build", "--source", "/", "--build", "x\ny"], 2,
           "unknown build(s) ['x\\ny']"),
     Probe("changes-bad-since", ["changes", "--since", "yesterday"], 2,
-          "--since 'yesterday': give a number of days, hours or weeks"),
+          "--since 'yesterday': give an age such as 14d, 12h, 2w or 90m"),
+    Probe("bless-bad-since", ["bless", "--since", "a week"], 2,
+          "--since 'a week': give an age such as 14d, 12h, 2w or 90m"),
+    Probe("bless-injected-only", ["bless", "--report", "{inj}"], 2,
+          "none of the 1 session(s) given can be blessed from (see above)"),
+    Probe("bless-mode-matches-none", ["bless", "--report", "{s1}", "--mode", "nightly"], 2,
+          "none of the 1 session(s) given can be blessed from (see above)"),
 ]
 
 
 def run_probe(probe: Probe, store: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    paths = {"s1": str(SESSIONS / "imb-quick-bless-1.json")}
+    paths = {"s1": str(SESSIONS / "imb-quick-bless-1.json"),
+             "inj": str(SESSIONS / "imb-quick-injected-mpich-4.0.2-clock-1.0.json")}
     other = json.loads((SESSIONS / "imb-quick-bless-2.json").read_text())
     for r in other["runs"]:
         for tc in r["testcases"]:

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -212,6 +216,32 @@ def test_bless_takes_the_best_pass_of_each_session(tmp_path):
         "MPI1:PingPong@intranode"]["latency_8B"]
     assert rec["n"] == 3 and rec["basis"] == "every pass of 1 session(s)"
     assert rec["median"] == pytest.approx(1.5 * singles[0], rel=1e-3)
+
+
+def test_bless_leaves_out_confirmations_injected_and_other_modes(tmp_path):
+    """`mpimatrix bless` given every session of a period (here as reports): the
+    confirmation and the injected session are left out, each with its reason."""
+    injected = SESSIONS / "imb-quick-injected-mpich-4.0.2-clock-1.0.json"
+    confirm = SESSIONS / "imb-quick-injected-mpich-4.0.2-clock-1.0-confirm.json"
+    reports = [SESSIONS / f"imb-quick-{n}.json" for n in BLESS] + [injected, confirm]
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(tmp_path)}
+    proc = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "bless",
+                           "--include-disturbed", "--output", str(tmp_path / "refs.yaml"),
+                           *[a for r in reports for a in ("--report", str(r))]],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    inj_uuid = json.loads(injected.read_text())["session_info"]["uuid"]
+    lines = proc.stdout.splitlines()
+    assert (f"mpimatrix bless: left out session {inj_uuid}: the regression injector slowed "
+            "mpich-4.0.2-debian") in lines, proc.stdout
+    assert any(ln.startswith("mpimatrix bless: left out session ")
+               and ln.endswith(f": a confirmation of session {inj_uuid} (only values that "
+                               "looked slow)") for ln in lines), proc.stdout
+    runs = sum(len(session(n)["runs"]) for n in BLESS)
+    assert f"value(s) from {runs} run(s)" in proc.stdout
+    stats = yaml.safe_load((tmp_path / "refs.stats.yaml").read_text())
+    rec = stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"]["MPI1:PingPong@intranode"]
+    assert rec["latency_8B"]["n"] == 3
 
 
 # -- history --------------------------------------------------------------------------------------

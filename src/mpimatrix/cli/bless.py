@@ -6,7 +6,14 @@ from pathlib import Path
 
 from ..paths import references_dir
 from ..results import references
-from ..results.sessions import SessionError, testcases
+from ..results.sessions import (
+    SessionError,
+    build_label,
+    defined,
+    session_info,
+    session_mode,
+    testcases,
+)
 from ..run import machine
 from ..run.session import load_record_path
 from .session_args import sessions_from_args
@@ -14,8 +21,33 @@ from .session_args import sessions_from_args
 DEFAULT_FLOOR = 0.1
 
 
+def not_a_reference(session: dict, mode: str | None) -> str:
+    """Why a session cannot be blessed from ("" if it can): a confirmation re-measures
+    only the values that looked slow, the injector slowed a build on purpose."""
+    info = session_info(session)
+    if defined(info.get("confirms")):
+        return f"a confirmation of session {info['confirms']} (only values that looked slow)"
+    injected = {build_label(tc) for tc in testcases([session]) if defined(tc.get("injected"))}
+    if injected:
+        return f"the regression injector slowed {', '.join(sorted(injected))}"
+    if mode and session_mode(info) != mode:
+        return f"mode {session_mode(info) or 'unknown'}, not {mode}"
+    return ""
+
+
 def cmd_bless(args) -> int:
     sessions = sessions_from_args(args)
+    usable = []
+    for s in sessions:
+        why = not_a_reference(s, args.mode)
+        if why:
+            print(f"mpimatrix bless: left out session {s['session_info'].get('uuid')}: {why}")
+        else:
+            usable.append(s)
+    if not usable:
+        raise SessionError(f"none of the {len(sessions)} session(s) given can be blessed "
+                           "from (see above); give sessions of unchanged runs")
+    sessions = usable
     if not args.include_disturbed:
         busy = machine.loads(load_record_path())
         left_out = [s for s in sessions
@@ -59,6 +91,10 @@ def register(sub) -> None:
     s = sub.add_parser("bless", help="write references from stored runs (5 or more)")
     s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
     s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
+    s.add_argument("--since", metavar="AGE", help="the stored sessions of the last AGE (7d, "
+                   "2w): a week of nightlies holds the night-to-night noise the tolerances "
+                   "must cover, which back-to-back sessions miss")
+    s.add_argument("--mode", help="only sessions of this mpimatrix run mode (e.g. nightly)")
     s.add_argument("--system", help="system to bless (default: the sessions' one)")
     s.add_argument("--tolerance", type=float, default=DEFAULT_FLOOR,
                    help="the smallest tolerance a value gets (default 0.1 = 10%%); noisier "

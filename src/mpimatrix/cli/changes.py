@@ -5,22 +5,18 @@ Exit code 1 when a step for the worse is new (not printed by an earlier run),
 
 from __future__ import annotations
 
-import re
-
 from ..paths import results_dir
 from ..results import history
 from ..results.sessions import SessionError
 from ..run.stored import sessions_in, stored_sessions
+from .session_args import period
 
 
 def cmd_changes(args) -> int:
     if args.session:
         sessions = stored_sessions(args.session)
     else:
-        if not re.fullmatch(r"\d+[dhw]", args.since):
-            raise SessionError(f"--since {args.since!r}: give a number of days, hours or "
-                               "weeks, e.g. 30d, 12h, 4w")
-        sessions = sessions_in(f"now-{args.since}:now")
+        sessions = sessions_in(period(args.since))
     series = history.series_of(sessions)
     if not series:
         raise SessionError("no performance values in the stored sessions"

@@ -7,48 +7,21 @@ import re
 import sys
 from pathlib import Path
 
-from ..paths import references_dir, reports_dir, results_db
+from ..paths import references_dir, reports_dir
 from ..reference_file import ReferenceFileError
 from ..results import references, summary
 from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
-from ..run.stored import database_is_empty, sessions_in
 from ..site.systems import partition_prices
 from .session_args import sessions_from_args
 
-AGE = re.compile(r"\d+[mhdw]")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def report_sessions(args) -> list[dict]:
-    """The sessions named by --report and --session (UUIDs or ReFrame periods), plus those
-    of the last --since; by default the latest run's report."""
-    since = args.since
-    if since and not AGE.fullmatch(since):
-        raise SessionError(f"--since {since!r}: give an age such as 14d, 12h, 2w or 90m")
-    empty = SessionError(f"the results database {results_db()} holds no session: run "
-                         "`mpimatrix run` first")
-    stored = bool(since or args.session)
-    try:
-        sessions = sessions_in(f"now-{since}:now") if since else []
-        if args.report or args.session or not since:
-            sessions += sessions_from_args(args)
-    except SessionError as err:
-        if stored and database_is_empty():
-            raise SessionError(f"{err}; the database holds no session: run `mpimatrix "
-                               "run` first") from None
-        raise
-    if not sessions:  # a period with no session
-        if database_is_empty():
-            raise empty
-        raise SessionError(f"no stored session started in the last {since}")
-    return sessions
-
-
 def cmd_report(args) -> int:
-    sessions = report_sessions(args)
+    sessions = sessions_from_args(args)
     if not args.html:
         for s in sessions:
             print(summary.format_table(s, width=args.width))

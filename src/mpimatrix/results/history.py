@@ -18,7 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..atomic import atomic_write
-from .sessions import build_label, case_name, check_label, perf_values, testcases
+from .sessions import (
+    build_label,
+    case_name,
+    check_label,
+    perf_values,
+    session_info,
+    testcases,
+)
 from .statistics import best
 
 #: Significance of a step (two-sided t-test of the points before and after it).
@@ -89,11 +96,6 @@ def _date(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-def _extras(session: dict) -> dict:
-    info = session.get("session_info", {})
-    return {**info, **(info.get("extras") or {})}
-
-
 def _undefined(value) -> str:
     return "" if value in (None, "<undefined>") else str(value)
 
@@ -103,7 +105,7 @@ def series_of(sessions: list[dict]) -> list[Series]:
     out: dict[tuple, Series] = {}
     ordered = sorted(sessions, key=lambda s: s.get("session_info", {}).get("time_start_unix", 0))
     for s in ordered:
-        info = _extras(s)
+        info = session_info(s)
         if info.get("confirms"):
             continue
         samples: dict[tuple, tuple[list[float], tuple[str, str, str]]] = {}

@@ -36,6 +36,22 @@ def testcases(sessions: list[dict]) -> Iterator[dict]:
                     yield tc
 
 
+def session_info(session: dict) -> dict:
+    """The session's info with the extras `mpimatrix run` gave (--session-extras: mode,
+    confirms, builds, ...), which ReFrame stores beside the info or under 'extras'."""
+    info = session.get("session_info") or {}
+    return {**info, **(info.get("extras") or {})}
+
+
+def session_mode(info: dict) -> str:
+    """The ReFrame mode a session ran in ("" if none): the extra `mpimatrix run` adds,
+    else --mode on ReFrame's command line (plain `reframe -r --mode nightly`)."""
+    if info.get("mode"):
+        return str(info["mode"])
+    m = re.search(r"--mode[= ](\S+)", info.get("cmdline") or "")
+    return m.group(1) if m else ""
+
+
 def defined(value) -> bool:
     """ReFrame writes '<undefined>' for variables a test case never set."""
     return value not in (None, "", "<undefined>")

@@ -13,7 +13,14 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
 
-from ..sessions import SessionError, build_label, check_label, defined
+from ..sessions import (
+    SessionError,
+    build_label,
+    check_label,
+    defined,
+    session_info,
+    session_mode,
+)
 
 
 def from_mapping(cls, item):
@@ -108,15 +115,11 @@ class Session:
     @property
     def confirms(self) -> str:
         """The session this one re-measured (a gate confirmation session), if any."""
-        return str(self.info.get("confirms") or (self.info.get("extras") or {}).get(
-            "confirms") or "")
+        return str(self.info.get("confirms") or "")
 
     @property
     def mode(self) -> str:
-        if self.info.get("mode"):
-            return str(self.info["mode"])
-        m = re.search(r"--mode[= ](\S+)", self.info.get("cmdline", ""))
-        return m.group(1) if m else "?"
+        return session_mode(self.info) or "?"
 
     @property
     def lock(self) -> str:
@@ -161,7 +164,7 @@ def session_view(data: dict) -> Session:
                 continue  # a probe build that worked says nothing about performance
             cases.append(Case(tc, data.get("session_info", {}).get("uuid", "?"),
                               int(tc.get("run_index", i) or i)))
-    return Session(data.get("session_info") or {}, cases, len(data.get("runs") or []), data)
+    return Session(session_info(data), cases, len(data.get("runs") or []), data)
 
 
 @dataclass
