@@ -70,9 +70,23 @@ def blessed(builds, tmp_path_factory):
 
 
 def test_unchanged_session_passes_the_gate(blessed):
+    """An unchanged session passes; a second one is run when the first had a false alarm.
+    On a 2-core VM a whole session can switch mode (MPICH 8 B PingPong 0.11 us blessed in
+    three sessions, 0.18-0.24 us in all six samples of the next; seen in CI), which no
+    tolerance up to 50 % passes: the gate's false-alarm rate is a measured figure
+    (benchmarks/gate_error_rates.py: 0.1-6 % here), so one session is allowed one."""
     results, only = blessed
-    proc = quiet_run(results, *only, *SELECT)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    runs = []
+    for _ in range(2):
+        proc = quiet_run(results, *only, *SELECT)
+        runs.append(proc.stdout)
+        assert re.search(r"performance value\(s\), [1-9]\d* gated, \d+ regression\(s\)",
+                         proc.stdout), proc.stdout[-3000:]
+        if proc.returncode == 0:
+            break
+        # a failure here is a regression verdict, never a failed test case
+        assert proc.returncode == 1 and " 0 failed;" in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode == 0, "\n---\n".join(r[-2000:] for r in runs)
     assert "REGRESSION" not in proc.stdout
     assert re.search(r"performance value\(s\), [1-9]\d* gated, 0 regression\(s\)", proc.stdout)
 
