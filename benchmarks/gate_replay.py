@@ -36,6 +36,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mpimatrix.results.references import Samples
 from mpimatrix.results.sessions import (
     build_label,
     case_name,
@@ -92,10 +93,13 @@ def references_from(bless: list[dict], floor: float, k: float,
                     pooled: bool = False) -> dict[tuple, tuple[float, float]]:
     """{key: (median, tolerance)} of the gated values, as `bless` computes them; with
     `pooled`, a value's spread is at least the median spread of its build's values."""
-    stats = {}
-    for key in set().union(*bless):
-        hib = next(b[key][0] for b in bless if key in b)
-        stats[key] = value_stats([best(b[key][2], hib) for b in bless if key in b], floor, k)
+    samples: dict[tuple, Samples] = {}
+    for i, b in enumerate(bless):
+        for key, (hib, _, xs) in b.items():
+            for x in xs:
+                samples.setdefault(key, Samples("", hib)).add(str(i), x)
+    # Samples.values picks what bless takes: each session's best pass (or every pass)
+    stats = {key: value_stats(s.values, floor, k) for key, s in samples.items()}
     pool: dict[str, list[float]] = {}
     for key, st in stats.items():
         if st.n >= MIN_SAMPLES:
