@@ -13,12 +13,14 @@ pass) and confirmation of values whose best pass is outside their tolerance.
 Printed: the false-alarm rate over all gated values of the unchanged sessions
 and of the builds left alone in injected sessions; the detection rate per
 level over the injected build's gated time and rate values (latency and times
-up, bandwidth down; percentages are left alone by the injector); the share of
+up, bandwidth down; percentages are left alone by the injector); the same two
+for the verdicts on whole builds; the sessions with a HOST line; the share of
 values gated; the run time. Every figure with its counts.
 
     python benchmarks/gate_error_rates.py                    # B=5, K=10, 3 passes
     python benchmarks/gate_error_rates.py --mode quick       # one pass per session
     python benchmarks/gate_error_rates.py --sessions 4 --levels 0.5 --only 'mpich|impi'
+    python benchmarks/gate_error_rates.py --sessions 10 --record 6   # for gate_replay.py
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mpimatrix.results.gate import REGRESSION, verdicts  # noqa: E402
+from mpimatrix.cli.bless import DEFAULT_FLOOR  # noqa: E402
+from mpimatrix.results.gate import REGRESSION, judge  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
@@ -58,18 +61,31 @@ def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[di
         sys.exit(f"no report from {' '.join(cmd)} (rc={proc.returncode}):\n"
                  f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     report = load_report(Path(m.group(1)))
+    return report, confirmations(results, report)
+
+
+def confirmations(results: Path, report: dict) -> list:
+    """The confirmation reports of one session."""
     uuid = report["session_info"]["uuid"]
-    confs = []
-    for f in sorted((results / "reports").glob("*-confirm.json")):
-        c = load_report(f)
-        if (c["session_info"].get("confirms") or "") == uuid:
-            confs.append(c)
-    return report, confs
+    confs = [load_report(f) for f in sorted((results / "reports").glob("*-confirm.json"))]
+    return [c for c in confs if (c["session_info"].get("confirms") or "") == uuid]
+
+
+def stored_sessions(results: Path) -> list[dict]:
+    """The sessions already in the store (not their confirmations), oldest first."""
+    return [load_report(f) for f in sorted((results / "reports").glob("*.json"))
+            if not f.name.startswith("latest") and not f.name.endswith("-confirm.json")]
+
+
+def injected_builds(report: dict) -> set[str]:
+    return {tc["build_name"] for r in report["runs"] for tc in r["testcases"]
+            if tc.get("injected")}
 
 
 def builds_of(report: dict) -> list[str]:
+    """The builds with performance values (the others have nothing to slow down)."""
     return sorted({tc["build_name"] for r in report["runs"] for tc in r["testcases"]
-                   if tc.get("build_name") not in (None, "<undefined>")})
+                   if tc.get("build_name") not in (None, "<undefined>") and tc.get("perfvalues")})
 
 
 def main(argv=None) -> int:
@@ -77,30 +93,48 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
     p.add_argument("--sessions", type=int, default=10, help="K: unchanged and injected each")
     p.add_argument("--levels", default="0.10,0.25,0.50", help="injected slowdowns")
-    p.add_argument("--floor", default="0.1", help="bless --tolerance (the floor)")
+    p.add_argument("--floor", default=str(DEFAULT_FLOOR), help="bless --tolerance (the floor)")
     p.add_argument("--mode", default="compare",
                    help="mpimatrix run mode (default compare: quick catalogue, 3 passes)")
     p.add_argument("--only", action="append", default=[], help="mpimatrix run --only")
     p.add_argument("--reframe", default="", help="extra ReFrame options (one string)")
     p.add_argument("--results", help="results store (default: a new one under /tmp)")
     p.add_argument("--json", help="write the raw figures here too")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted experiment "
+                   "in --results: its stored sessions are used where they fit the schedule")
+    p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
+                   "(B, then K unchanged and K injected interleaved) with P passes each and "
+                   "no confirmation, for benchmarks/gate_replay.py to judge with any setting")
     args = p.parse_args(argv)
+    if args.record:
+        args.mode, args.reframe = "quick", f"{args.reframe} --reruns={args.record - 1}".strip()
     levels = [float(x) for x in args.levels.split(",")]
     results = Path(args.results or f"/tmp/mpimatrix-gate-{time.strftime('%Y%m%dT%H%M%S')}")
     t0 = time.time()
     print(f"# results store {results}; bless {args.bless}, K={args.sessions}, levels "
           f"{levels}, mode {args.mode}", flush=True)
-    bless_reports = [run(results, args, confirm=False)[0] for _ in range(args.bless)]
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
-    out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
-                          *[a for r in sorted((results / "reports").glob("*.json"))
-                            if not r.name.startswith("latest") for a in ("--report", str(r))]],
-                         env=env, capture_output=True, text=True)
-    print(out.stdout.splitlines()[0] if out.stdout else out.stderr[-500:], flush=True)
+    stored = stored_sessions(results) if args.resume else []
+    if stored:
+        print(f"# resuming: {len(stored)} stored session(s)", flush=True)
+    bless_reports = stored[:args.bless]
+    bless_reports += [run(results, args, confirm=False)[0]
+                      for _ in range(args.bless - len(bless_reports))]
+    if args.record:
+        return record_only(results, args, builds_of(bless_reports[0]), levels, t0)
+    if not (args.resume and stats_of(results)):
+        env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+        out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
+                              *[a for r in bless_reports
+                                for a in ("--session", r["session_info"]["uuid"])]],
+                             env=env, capture_output=True, text=True)
+        print(out.stdout.splitlines()[0] if out.stdout else out.stderr[-500:], flush=True)
     builds = builds_of(bless_reports[0])
+    stored = stored[args.bless:]
     unchanged: Counter = Counter()
     detected: dict[float, Counter] = {lv: Counter() for lv in levels}
     gated_share: Counter = Counter()
+    whole: Counter = Counter()  # verdicts on whole builds: false alarms and detections
+    hosts = 0
     log = []
     for i in range(args.sessions):
         for injected in (False, True):
@@ -108,8 +142,23 @@ def main(argv=None) -> int:
             level = levels[i % len(levels)] if injected else 0.0
             spec = f"^{re.escape(build)}$:clock={level}" if injected else ""
             what = f"injected {build} +{level:.0%}" if injected else "unchanged"
-            report, confs = run(results, args, inject=spec)
-            for v in verdicts(report, confs, None):
+            if stored:
+                report = stored.pop(0)
+                if injected_builds(report) != ({build} if injected else set()):
+                    sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
+                             f"does not fit the schedule here ({what}); start a new store")
+                confs = confirmations(results, report)
+            else:
+                report, confs = run(results, args, inject=spec)
+            judged = judge(report, confs, stats_of(results))
+            hosts += any(h.slow for h in judged.hosts)
+            for b in judged.builds:
+                kind = f"+{level:.0%}" if injected and b.build == build else "unchanged"
+                whole[kind, "n"] += 1
+                whole[kind, "flagged"] += b.status == REGRESSION
+                if b.status == REGRESSION and kind == "unchanged":
+                    log.append(f"false alarm, session {i + 1} ({what}): {b.line()}")
+            for v in judged.verdicts:
                 if v.status in ("not gated", "no reference"):
                     gated_share["not gated"] += 1
                     continue
@@ -137,11 +186,40 @@ def main(argv=None) -> int:
     share = gated_share["gated"] / max(sum(gated_share.values()), 1)
     print(f"values gated: {share:.1%} ({gated_share['gated']} of {sum(gated_share.values())} "
           "value-sessions)")
+    for kind in ["unchanged", *(f"+{lv:.0%}" for lv in levels)]:
+        n, f = whole[kind, "n"], whole[kind, "flagged"]
+        what = "false alarms" if kind == "unchanged" else f"detection at {kind}"
+        print(f"whole builds, {what}: {f} of {n} build verdicts ({f / max(n, 1):.1%})")
+    print(f"sessions with a HOST line (every build slower at once): {hosts} of "
+          f"{2 * args.sessions}")
     print(f"run time: {(time.time() - t0) / 60:.1f} min")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "false_alarms": unchanged, "detected": {str(k): v for k, v in detected.items()},
-            "gated": gated_share, "seconds": time.time() - t0, "log": log}, indent=1))
+            "gated": gated_share, "whole_builds": {f"{k} {m}": v for (k, m), v in whole.items()},
+            "hosts": hosts, "seconds": time.time() - t0, "log": log}, indent=1))
+    return 0
+
+
+def stats_of(results: Path) -> dict:
+    """The statistics bless wrote (the builds' tolerances), as `mpimatrix run` reads them."""
+    import yaml
+
+    files = list((results / "references").glob("*.stats.yaml"))
+    return (yaml.safe_load(files[0].read_text()) or {}) if files else {}
+
+
+def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
+    for i in range(args.sessions):
+        for injected in (False, True):
+            build = builds[i % len(builds)] if injected else ""
+            level = levels[i % len(levels)] if injected else 0.0
+            spec = f"^{re.escape(build)}$:clock={level}" if injected else ""
+            run(results, args, inject=spec, confirm=False)
+            print(f"# session {i + 1} {'injected ' + build if injected else 'unchanged'}: "
+                  f"{time.time() - t0:.0f} s", flush=True)
+    print(f"recorded in {results}: python benchmarks/gate_replay.py {results} "
+          f"--passes 3 --settings ...")
     return 0
 
 

@@ -6,8 +6,10 @@ In a fresh results store: N quick sessions (default 12); from session S on
 `MPIMATRIX_INJECT=<build>:clock=0.15`, every timed interval 15 % longer). Then
 the change-point detection of `mpimatrix changes` runs over the N sessions and
 prints, for the injected build's time and rate values, at which session the
-step was found (S or S+1 is the goal) or that it was missed, and the changes it
-reported for the other builds (none is the goal).
+step was found (S or S+1 is the goal) or that it was missed, in its series as a
+whole build and in each of its values' series; the changes it reported for the
+other builds, as wholes and per value (none is the goal); and the host's own changes
+(each build's series is judged against the host, results/history.py).
 
     python benchmarks/history_detection.py                  # 12 sessions, step at 6
     python benchmarks/history_detection.py --mode compare   # 3 passes, as the nightly
@@ -31,6 +33,47 @@ from mpimatrix.results import history
 from mpimatrix.results.sessions import defined, load_report, testcases
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+
+
+def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> None:
+    changes = history.all_changes(reports)
+    series = history.series_of(reports)
+    found: Counter = Counter()
+    for s in series:
+        if s.build != build or s.unit == "%":
+            continue
+        mine = [c for c in changes if c.series.key == s.key]  # series_of builds new objects
+        at = [c.index + 1 for c in mine]  # 1-based session of the first point after
+        found["series"] += 1
+        if any(a in (step_at, step_at + 1) for a in at):
+            found["at step"] += 1
+        elif at:
+            found["elsewhere"] += 1
+        else:
+            found["missed"] += 1
+    whole = [c for c in changes if c.series.whole_build]
+    mine = [c.index + 1 for c in whole if c.series.build == build]
+    others = [c for c in changes if c.series.build not in (build, history.HOST)
+              and not c.series.whole_build]
+    host = [c for c in changes if c.series.build == history.HOST]
+    print(f"step +{slowdown:.0%} on {build} from session {step_at} of {len(reports)}:")
+    print(f"  the whole build (its values' median against the host): found at session(s) "
+          f"{', '.join(map(str, mine)) or 'none'} (goal: {step_at} or {step_at + 1})")
+    print(f"  its time/rate values: found at session {step_at} or {step_at + 1} in "
+          f"{found['at step']} of {found['series']} series, elsewhere in "
+          f"{found['elsewhere']}, missed in {found['missed']}")
+    print(f"changes of the other builds as a whole: "
+          f"{sum(c.series.build != build for c in whole)} (goal: none)")
+    for c in whole:
+        if c.series.build != build:
+            print(f"  {c.line()}")
+    print(f"changes of the other builds' values: {len(others)} in "
+          f"{sum(s.build != build and s.unit != '%' for s in series)} time/rate series")
+    for c in others:
+        print(f"  {c.line()}")
+    print(f"changes of the host (every build at once): {len(host)}")
+    for c in host:
+        print(f"  {c.line()}")
 
 
 def main(argv=None) -> int:
@@ -78,30 +121,7 @@ def main(argv=None) -> int:
         busy = "DISTURBED" if "DISTURBED:" in proc.stdout else ""
         print(f"# session {i}{' injected' if i >= args.step_at else ''} {busy}: "
               f"{time.time() - t0:.0f} s", flush=True)
-    changes = history.all_changes(reports)
-    series = history.series_of(reports)
-    found: Counter = Counter()
-    for s in series:
-        if s.build != build or s.unit == "%":
-            continue
-        mine = [c for c in changes if c.series.key == s.key]  # series_of builds new objects
-        at = [c.index + 1 for c in mine]  # 1-based session of the first point after
-        found["series"] += 1
-        if any(a in (args.step_at, args.step_at + 1) for a in at):
-            found["at step"] += 1
-        elif at:
-            found["elsewhere"] += 1
-        else:
-            found["missed"] += 1
-    others = [c for c in changes if c.series.build != build]
-    print(f"step +{args.slowdown:.0%} on {build} from session {args.step_at} of "
-          f"{len(reports)}: found at session {args.step_at} or {args.step_at + 1} in "
-          f"{found['at step']} of {found['series']} of its time/rate series, elsewhere in "
-          f"{found['elsewhere']}, missed in {found['missed']}")
-    print(f"changes reported for the other builds: {len(others)} in "
-          f"{sum(s.build != build for s in series)} series")
-    for c in others:
-        print(f"  {c.line()}")
+    analyse(reports, build, args.step_at, args.slowdown)
     print(f"run time: {(time.time() - t0) / 60:.1f} min; sessions in {results}/reports")
     return 0
 

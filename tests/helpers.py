@@ -57,3 +57,14 @@ def passed_cases(proc: subprocess.CompletedProcess, report: dict) -> list[dict]:
               if tc["result"] not in ("pass", "xfail")]
     assert proc.returncode == 0 and not failed, "\n".join(failed) or proc.stdout[-2000:]
     return report_cases(report)
+
+
+def six_pass_session(i: int, first: int = 0, last: int = 6) -> dict:
+    """Passes first..last-1 of the i-th (1..7) recorded six-pass quick session of a quiet
+    machine (tests/fixtures/reports/README.md)."""
+    import gzip
+
+    with gzip.open(FIXTURES / "reports" / f"imb-6pass-unchanged-{i}.json.gz", "rt") as fp:
+        session = json.load(fp)
+    session["runs"] = session["runs"][first:last]
+    return session

@@ -58,8 +58,8 @@ def test_tolerance_grows_with_the_spread_and_has_a_floor():
     quiet = value_stats([100, 101, 99, 100, 102], 0.1)
     assert quiet.gated and quiet.tolerance == 0.1  # the floor
     noisy = value_stats([100, 110, 92, 104, 96], 0.1)
-    assert noisy.gated and noisy.tolerance == pytest.approx(4 * spread(noisy.samples).cv)
-    assert noisy.tolerance > 0.2
+    assert noisy.gated and noisy.tolerance == pytest.approx(3 * spread(noisy.samples).cv)
+    assert noisy.tolerance > 0.15
     wide = value_stats([100, 160, 60, 130, 80], 0.1)
     assert not wide.gated and "needs a tolerance" in wide.reason
     few = value_stats([100, 101], 0.1)
@@ -143,11 +143,11 @@ def test_confirmation_separates_regressions_from_noise():
     for key, v in checked.items():
         before = next(o for o in once if (o.build, o.check, o.var) == key)
         if before.status == REGRESSION:
-            assert len(v.samples) == 4  # its own and 3 confirmation samples
+            assert len(v.all_samples) == 4  # its own and 3 confirmation samples
             assert v.status in (REGRESSION, NOISE)
             assert (v.status == REGRESSION) == v.outside(v.value)
         else:
-            assert v.status == before.status and len(v.samples) == 1
+            assert v.status == before.status and len(v.all_samples) == 1
         statuses[key] = v.status
     # the injected build's Allreduce 8 B stayed slow: confirmed, named in full
     v = checked[("mpich-4.0.2-debian", "Imb MPI1:Allreduce", "t_avg_8B")]
@@ -207,9 +207,13 @@ def test_bless_takes_the_best_pass_of_each_session(tmp_path):
     blessed = references.bless(sessions, 0.1, "local", references.CommentedMap(), {})
     rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
-    singles = [_pingpong_latency(verdicts(session(n))).value for n in BLESS]
-    assert rec["n"] == 3 and rec["basis"] == "best of each session's 3 passes"
+    # three builds ran: each session's samples against its host factor
+    hosts = blessed.hosts["local:default"]
+    singles = [_pingpong_latency(verdicts(session(n))).value
+               / hosts[session(n)["session_info"]["uuid"]] for n in BLESS]
+    assert rec["n"] == 3 and rec["basis"] == "best of each session's 3 passes, against the host"
     assert sorted(rec["samples"]) == pytest.approx(sorted(singles), rel=1e-3)
+    assert all(0.5 < f < 2 for f in hosts.values()) and len(hosts) == 3
     one = references.bless([_passes("bless-1", [1.0, 2.0, 1.5])], 0.1, "local",
                            references.CommentedMap(), {})
     rec = one.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
@@ -244,43 +248,7 @@ def test_bless_leaves_out_confirmations_injected_and_other_modes(tmp_path):
     assert rec["latency_8B"]["n"] == 3
 
 
-# -- history --------------------------------------------------------------------------------------
-def _series_sessions(step_from: int, factor: float, n: int = 12) -> list[dict]:
-    """n sessions made from the real ones (cycling through them, new ids and times),
-    values of mpich-5.0.2-pypi multiplied by `factor` from session `step_from` on."""
-    base = [session(x) for x in BLESS]
-    out = []
-    for i in range(n):
-        s = copy.deepcopy(base[i % len(base)])
-        s["session_info"]["uuid"] = f"s{i + 1:02d}"
-        s["session_info"]["time_start_unix"] = 1_800_000_000 + 86400 * i
-        for run in s["runs"]:
-            for tc in run["testcases"]:
-                if tc.get("build_name") == "mpich-5.0.2-pypi" and i + 1 >= step_from:
-                    for pv in tc["perfvalues"].values():
-                        pv[0] = pv[0] * factor if pv[4] != "MB/s" else pv[0] / factor
-        out.append(s)
-    return out
-
-
-def test_history_finds_a_step_below_the_tolerance_and_names_its_session():
-    sessions = _series_sessions(step_from=6, factor=1.15)
-    changes = history.all_changes(sessions)
-    stepped = [c for c in changes if c.series.build == "mpich-5.0.2-pypi"]
-    assert stepped, [c.line() for c in changes]
-    for c in stepped:
-        assert c.point.session in ("s06", "s07"), c.line()
-        assert c.worse
-    assert not [c for c in changes if c.series.build != "mpich-5.0.2-pypi"], (
-        [c.line() for c in changes])
-    line = stepped[0].line()
-    assert line.startswith("SLOWER mpich-5.0.2-pypi Imb MPI1:") and "from session s0" in line
-
-
-def test_history_without_a_step_reports_nothing():
-    assert history.all_changes(_series_sessions(step_from=99, factor=1.0)) == []
-
-
+# -- history (more in test_history.py) ------------------------------------------------------
 def test_confirmation_sessions_are_not_points_of_a_series():
     series = history.series_of([session(n) for n in (*BLESS, "injected-mpich-4.0.2-clock-1.0",
                                                      "injected-mpich-4.0.2-clock-1.0-confirm")])
@@ -318,14 +286,3 @@ def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):
                for var, pv in k.items() if var == "overlap_1MiB"]
     assert entries == [[0.0, None, None, "%"]]
     assert any("overlap_1MiB: median 0.0 is no time or rate" in n for n in blessed.not_gated)
-
-
-def test_changes_match_their_series_by_key():
-    """all_changes and series_of build their own Series objects: a change is matched to
-    its series by key (benchmarks/history_detection.py once compared identities and
-    counted every found step as missed)."""
-    sessions = _series_sessions(step_from=6, factor=1.15)
-    changes = history.all_changes(sessions)
-    keys = {s.key for s in history.series_of(sessions)}
-    assert changes and all(c.series.key in keys for c in changes)
-    assert not any(c.series is s for c in changes for s in history.series_of(sessions))

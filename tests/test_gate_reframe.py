@@ -36,19 +36,21 @@ def mpimatrix(results: Path, *args: str, inject: str = "") -> subprocess.Complet
 
 
 def quiet_run(results: Path, *args: str, inject: str = "") -> subprocess.CompletedProcess:
-    """`mpimatrix run` on a quiet machine: a session other programs disturbed (the
-    product then judges nothing) is run again, twice at most, else the test is skipped."""
+    """`mpimatrix run` on a quiet machine: a session other programs disturbed, or during
+    which every build ran slow at once (a HOST line: the machine), is run again, twice
+    at most, else the test is skipped."""
     for _ in range(3):
         proc = mpimatrix(results, "run", "--mode", "compare", *args, inject=inject)
-        if "DISTURBED:" not in proc.stdout:
+        busy = [ln for ln in proc.stdout.splitlines() if ln.startswith(("DISTURBED:", "HOST "))]
+        if not busy:
             return proc
-    pytest.skip("other programs kept this machine busy: "
-                + next(ln for ln in proc.stdout.splitlines() if ln.startswith("DISTURBED:")))
+    pytest.skip("this machine was busy: " + busy[0])
 
 
 @pytest.fixture(scope="module")
 def builds(buildset):
-    names = [b.name for b in buildset.builds if "imb" in b.benchmarks][:2]
+    """Every build with IMB (here three: each value is judged against the host)."""
+    names = [b.name for b in buildset.builds if "imb" in b.benchmarks]
     if len(names) < 2:
         pytest.skip("needs two builds with IMB (the Intel MPI wheel and an MPICH build)")
     return names
@@ -99,11 +101,16 @@ def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, 
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("REGRESSION ")]
     assert lines, proc.stdout[-3000:]
     assert all(ln.startswith(f"REGRESSION {victim} Imb MPI1:") for ln in lines), lines
+    if len(builds) >= 3:  # judged against the host, which the other builds set
+        assert all(" against the host (host factor " in ln for ln in lines), lines
+        assert re.search(r"^host local:default: every build [+-]\d", proc.stdout, re.M), \
+            proc.stdout[-3000:]
     # e.g. "REGRESSION mpich-5.0.2-pypi Imb MPI1:PingPong intranode latency at 8 B: +290%
-    # (best of 6 sample(s) [...] us vs reference 0.21 us, tolerance +50%)": 3 passes
-    # and 3 confirmation samples
+    # against the host (host factor 1.01, 0.99) (best of 6 sample(s) [...] us vs
+    # reference 0.21 us, tolerance +50%)": 3 passes and 3 confirmation samples
     pat = (rf"^REGRESSION {re.escape(victim)} Imb MPI1:(PingPong|Allreduce) intranode "
-           r"(latency|t_avg|bandwidth) at \d+ (B|KiB|MiB): [+-]\d+% \(best of \d+ sample\(s\) "
+           r"(latency|t_avg|bandwidth) at \d+ (B|KiB|MiB): [+-]\d+%( against the host "
+           r"\(host factor [\d., ]+\))? \(best of \d+ sample\(s\) "
            r"\[.*\] (us|MB/s) vs reference .* tolerance [+-]\d+%\)$")
     assert any(re.match(pat, ln) for ln in lines), lines
     # the confirmation session is stored, tagged with the session it confirms
@@ -132,3 +139,30 @@ def test_injected_message_delay_is_real_time(builds, tmp_path):
     assert tc["injected"] == "msg_us=300"
     latency = tc["perfvalues"]["local:default:latency_8B"][0]
     assert latency >= 295, latency  # one-way: one delayed send per message
+
+
+def test_changes_names_a_step_once_and_exits_1_for_cron(builds, tmp_path):
+    """Six quick sessions of three benchmarks (six values per build), the last three
+    with one build twice as slow: `mpimatrix changes` names the step at the first slow
+    session, for the whole build and for its values, and exits 1; run again, it has
+    nothing new and exits 0."""
+    victim = builds[0]
+    only = [a for b in builds for a in ("--only", f"^{re.escape(b)}$")]
+    select = ["--", "-n", r"ImbCheck.*%benchmark=MPI1:(PingPong|Allreduce|Bcast)$"]
+    uuids = []
+    for i in range(6):
+        inject = f"^{re.escape(victim)}$:clock=1.0" if i >= 3 else ""
+        proc = mpimatrix(tmp_path, "run", "--mode", "quick", "--no-confirm", *only, *select,
+                         inject=inject)
+        assert proc.returncode in (0, 1, 4), proc.stdout[-3000:] + proc.stderr[-2000:]
+        uuids.append(re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)[1])
+    proc = mpimatrix(tmp_path, "changes", "--since", "1d")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    new = [ln for ln in proc.stdout.splitlines() if ln.startswith("NEW SLOWER ")]
+    mine = [ln for ln in new if ln.startswith(f"NEW SLOWER {victim} ")]
+    assert mine and all(f"from session {uuids[3]} " in ln for ln in mine), proc.stdout
+    if len(builds) >= 3:  # judged against the host; the build as a whole has a series
+        assert any(ln.startswith(f"NEW SLOWER {victim} (the whole build, local:default): +")
+                   for ln in mine), proc.stdout
+    again = mpimatrix(tmp_path, "changes", "--since", "1d")
+    assert again.returncode == 0 and "NEW " not in again.stdout, again.stdout

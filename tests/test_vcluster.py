@@ -30,7 +30,7 @@ from mpimatrix.placement import INTERNODE
 from mpimatrix.rfm import job_outcome as slurm_job
 from mpimatrix.rfm.launch import launch_argv, srun_plugin
 from mpimatrix.site.vcluster_system import system
-from mpimatrix.vcluster import cluster, namespaces, privileges, slurm_conf
+from mpimatrix.vcluster import cluster, cpus, daemons, namespaces, privileges, slurm_conf
 from mpimatrix.vcluster.layout import ClusterError, Layout
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
@@ -78,6 +78,22 @@ def test_reframe_system(tmp_path):
         assert p["extras"]["net_counters"] and p["max_jobs"] == 1
     assert parts["compute"]["launcher"] == "srun"
     assert parts["compute_mpirun"]["launcher"] == "build-mpiexec"
+
+
+def test_nodes_get_cpus_of_their_own_only_where_the_machine_has_enough(tmp_path):
+    nodes = ["node1", "node2"]
+    assert cpus.own_cpus(nodes, [0, 1, 2, 3]) == {"node1": [0, 1], "node2": [2, 3]}
+    assert cpus.own_cpus(nodes, [4, 5, 6, 7, 8]) == {"node1": [4, 5], "node2": [6, 7]}
+    assert cpus.own_cpus(nodes, [0, 1, 2]) == {}  # 2 nodes x 2 CPUs do not fit: shared
+    assert cpus.taskset_prefix([2, 3]) == ["taskset", "--cpu-list", "2,3"]
+    argv = daemons.slurmd_argv(Layout.at(tmp_path, 2), "node2", [2, 3])
+    assert argv[:3] == ["taskset", "--cpu-list", "2,3"] and argv[3].endswith("slurmd")
+    shared = {p["name"]: p["extras"] for p in system(["e"], 2, tmp_path)["partitions"]}
+    own = {p["name"]: p["extras"] for p in system(["e"], 2, tmp_path, own_cpus=True)[
+        "partitions"]}
+    for name in ("compute", "compute_mpirun"):
+        assert shared[name]["cpu_binding"] == "none" and shared[name]["shared_cores"]
+        assert own[name]["cpu_binding"] == "core" and "shared_cores" not in own[name]
 
 
 def test_net_bytes_and_failure_reason():
@@ -654,3 +670,56 @@ def _wait_for_pending(lay, nodes: int, session, timeout):
                 return jobid
         time.sleep(0.5)
     pytest.fail(f"no {nodes}-node job queued within {timeout} s")
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_a_node_with_cpus_of_its_own_pins_its_ranks(buildset, tmp_path):
+    """Where the machine has NODE_CPUS CPUs for every node (here one node on this
+    machine's CPUs), the node's slurmd runs on CPUs of its own, every job step it starts
+    inherits them, and the partitions pin each rank to a core: Hydra's -bind-to core in
+    the allocation, srun --cpu-bind=cores."""
+    _require_cluster()
+    mine = cpus.available()
+    if len(mine) < slurm_conf.NODE_CPUS:
+        pytest.skip(f"{len(mine)} CPU(s): a node needs {slurm_conf.NODE_CPUS} of its own")
+    imb = [b for b in buildset.builds if "imb" in b.benchmarks and b.family == "mpich"]
+    if not imb:
+        pytest.skip("needs an MPICH build with IMB")
+    lay = Layout.at(_short_tmpdir("o"), 1)
+    try:
+        st = cluster.up(lay)
+        assert st["cpus"] == {"node1": mine[:slurm_conf.NODE_CPUS]}, st
+        slurmd = next(p for p in cluster.load_state(lay)["procs"] if p["name"] == "slurmd@node1")
+        allowed = Path(f"/proc/{slurmd['pid']}/status").read_text()
+        want = ",".join(map(str, mine[:slurm_conf.NODE_CPUS]))
+        got = re.search(r"^Cpus_allowed_list:\s*(\S+)", allowed, re.M)[1]
+        assert sorted(_cpu_list(got)) == mine[:slurm_conf.NODE_CPUS], (got, want)
+        step = cluster.run(lay, "head", ["srun", "-N1", "-n1", "grep", "Cpus_allowed_list",
+                                         "/proc/self/status"])
+        assert sorted(_cpu_list(step.stdout.split()[-1])) == mine[:slurm_conf.NODE_CPUS]
+        env = imb[0].environ_name
+        proc, report = _reframe_in_head(
+            lay, tmp_path, "-n", r"(MpiPlacementCheck|ImbCheck.*MPI1:PingPong)"
+            r" %placement=intranode$", "-p", env, "-r")
+        assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+        cases = _settled_cases(report)
+        assert {tc["partition"] for tc in cases} == {"compute", "compute_mpirun"}
+        failed = [f"{tc['display_name']} {tc['partition']}: {tc['fail_reason']}"
+                  for tc in cases if tc["result"] != "pass"]
+        assert not failed, "\n".join(failed)
+        assert all(tc["cpu_binding"] == "core" for tc in cases), [
+            (tc["display_name"], tc["cpu_binding"]) for tc in cases]
+    finally:
+        cluster.down(lay)
+        shutil.rmtree(lay.dir, ignore_errors=True)
+
+
+def _cpu_list(text: str) -> list[int]:
+    """'0-1,4' -> [0, 1, 4]"""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out

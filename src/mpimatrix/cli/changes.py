@@ -1,4 +1,5 @@
-"""`mpimatrix changes`: steps in the history of every performance value (for cron).
+"""`mpimatrix changes`: steps in the history of every performance value (for cron),
+each build's values judged against the host, and the host's own steps once.
 
 Exit code 1 when a step for the worse is new (not printed by an earlier run),
 0 otherwise."""
@@ -17,7 +18,7 @@ def cmd_changes(args) -> int:
         sessions = stored_sessions(args.session)
     else:
         sessions = sessions_in(period(args.since))
-    series = history.series_of(sessions)
+    series = history.against_host(history.series_of(sessions))
     if not series:
         raise SessionError("no performance values in the stored sessions"
                            + ("" if args.session else f" of the last {args.since}"))

@@ -8,11 +8,17 @@ the best included. On this 2-core VM the robust spread between sessions of
 the quick catalogue's values (median over the values) was 17.8 % for one pass
 and 4.9 % for the best of 3 (docs/noise.md). Values are blessed the same way (references.py).
 
+Where a partition ran three or more builds, each value is judged against the host
+(host.py): divided by the session's host factor, so that a host running 20 %
+slow for an hour moves no verdict, while one build's slowdown stays its own. A
+slow host is reported on its own line (the machine, not a build), and each build
+as a whole gets a verdict too (gate_builds.py).
+
 ReFrame checks each sample against its reference as it runs. When a session's
 best is outside its tolerance, `mpimatrix run` measures the test case again on
 every build (a confirmation session stored with `confirms=<uuid>`), and the
-value is a regression only if the best of all its samples is still outside.
-The database keeps every sample.
+value is a regression only if the confirmation's best, against the
+confirmation's own host factor, is still outside. The database keeps every sample.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..units import human_size
+from . import host
+from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdowns
 from .sessions import build_label, case_name, check_label, perf_values, testcases
 from .statistics import best
 
@@ -43,16 +51,34 @@ class Verdict:
     reference: float | None
     lower: float | None
     upper: float | None
-    samples: list[float] = field(default_factory=list)
+    samples: list[float] = field(default_factory=list)  # the session's own passes
+    confirmation: list[float] = field(default_factory=list)  # samples measured again
+    host: float | None = None  # the session's host factor (None: judged as measured)
+    confirm_host: float | None = None  # the confirmation's host factor
     first_failed: bool = False  # the best of the session's own samples was outside
     key: tuple = ()
     status: str = PASS
     reason: str = ""  # why not gated (from the statistics file), when known
 
     @property
+    def all_samples(self) -> list[float]:
+        return self.samples + self.confirmation
+
+    @property
+    def first(self) -> float:
+        """The best of the session's own samples, against the host."""
+        return host.against(best(self.samples, self.higher_is_better), self.host,
+                            self.higher_is_better)
+
+    @property
     def value(self) -> float:
-        """The best of the samples: what the gate judges."""
-        return best(self.samples, self.higher_is_better)
+        """What the gate judges: the best of the session's samples and of the
+        confirmation's, each against its own host factor."""
+        judged = [self.first]
+        if self.confirmation:
+            judged.append(host.against(best(self.confirmation, self.higher_is_better),
+                                       self.confirm_host, self.higher_is_better))
+        return best(judged, self.higher_is_better)
 
     @property
     def change(self) -> float | None:
@@ -61,6 +87,11 @@ class Verdict:
     @property
     def tolerance(self) -> float | None:
         return self.lower if self.higher_is_better else self.upper
+
+    @property
+    def host_judged(self) -> bool:
+        """A gated time or rate: judged against the host (a percentage is neither)."""
+        return bool(self.reference) and self.unit != "%" and self.tolerance is not None
 
     def outside(self, value: float) -> bool:
         if not self.reference:
@@ -72,22 +103,39 @@ class Verdict:
     def line(self) -> str:
         size = f" at {human_size(self.size, ' ')}" if self.size is not None else ""
         what = (f"{self.build} {self.check} {self.placement} {self.quantity}{size}")
-        samples = ", ".join(f"{x:.3g}" for x in self.samples)
+        samples = ", ".join(f"{x:.3g}" for x in self.all_samples)
         tol = f"{self.tolerance:+.0%}" if self.tolerance is not None else "none"
         change = f"{self.change:+.0%}" if self.change is not None else "n/a"
-        return (f"REGRESSION {what}: {change} (best of {len(self.samples)} sample(s) "
-                f"[{samples}] {self.unit} vs reference {self.reference:.3g} {self.unit}, "
-                f"tolerance {tol})")
+        hosts = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
+        against = (f" against the host (host factor {', '.join(f'{h:.2f}' for h in hosts)})"
+                   if hosts else "")
+        return (f"REGRESSION {what}: {change}{against} (best of {len(self.all_samples)} "
+                f"sample(s) [{samples}] {self.unit} vs reference {self.reference:.3g} "
+                f"{self.unit}, tolerance {tol})")
+
+
+@dataclass
+class Judgement:
+    verdicts: list[Verdict]
+    hosts: list[Host]
+    builds: list[BuildVerdict]
+
+    @property
+    def regressions(self) -> list[str]:
+        """One line per confirmed regression: whole builds first, then single values."""
+        return ([b.line() for b in self.builds if b.status == REGRESSION]
+                + [v.line() for v in self.verdicts if v.status == REGRESSION])
 
 
 def _key(tc: dict, var: str) -> tuple:
     return tc.get("system"), tc.get("partition"), tc.get("environ"), case_name(tc), var
 
 
-def verdicts(session: dict, confirmations: list[dict] | None = None,
-             stats: dict | None = None) -> list[Verdict]:
-    """One verdict per performance value of the session (its passes pooled), with
-    the samples of the confirmation sessions added when the session's best failed."""
+def judge(session: dict, confirmations: list[dict] | None = None,
+          stats: dict | None = None) -> Judgement:
+    """One verdict per performance value of the session (its passes pooled), the host
+    factor of each partition and a verdict per build; the samples of the confirmation
+    sessions decide the values and builds whose session best failed."""
     out: dict[tuple, Verdict] = {}
     for tc in testcases([session]):
         for pv in perf_values(tc):
@@ -103,17 +151,44 @@ def verdicts(session: dict, confirmations: list[dict] | None = None,
                     pv.lower, pv.upper, key=k)
                 v.reason = _not_gated_reason(stats, tc, pv.var)
             v.samples.append(float(pv.value))
-    for v in out.values():
-        v.first_failed = bool(v.samples) and v.outside(v.value)
+    confirmed: dict[tuple, list[float]] = {}
     for conf in confirmations or []:
         for tc in testcases([conf]):
             for pv in perf_values(tc):
-                k = _key(tc, pv.var)
-                if k in out and pv.value is not None and out[k].first_failed:
-                    out[k].samples.append(float(pv.value))
+                if _key(tc, pv.var) in out and pv.value is not None:
+                    confirmed.setdefault(_key(tc, pv.var), []).append(float(pv.value))
+    slow = slowdowns(out.values(), lambda v: v.samples)
+    first_hosts = hosts(slow)
+    builds = build_verdicts(slow, first_hosts, stats)
     for v in out.values():
+        v.host = first_hosts[v.partition].factor if v.host_judged else None
+        v.first_failed = bool(v.samples) and v.outside(v.first)
+    # the confirmation: its own host factors and build factors, from what it measured
+    again = slowdowns(out.values(), lambda v: confirmed.get(v.key, []))
+    conf_hosts = hosts(again)
+    conf_builds = {(b.partition, b.build): b.factor
+                   for b in build_verdicts(again, conf_hosts, stats)}
+    for v in out.values():
+        if v.first_failed and v.key in confirmed:
+            v.confirmation = confirmed[v.key]
+            v.confirm_host = conf_hosts[v.partition].factor
         v.status = _decide(v)
-    return sorted(out.values(), key=lambda v: (v.build, v.check, v.placement, v.var))
+    for part, h in first_hosts.items():
+        h.confirm_factor = conf_hosts[part].factor
+    for b in builds:
+        b.confirm_factor = conf_builds.get((b.partition, b.build))
+        b.regressed_values = sum(v.status == REGRESSION for v in out.values()
+                                 if (v.partition, v.build) == (b.partition, b.build))
+        b.status = (PASS if not b.first_failed else REGRESSION
+                    if b.confirm_factor is None or b.confirm_factor > 1 + b.tolerance
+                    else NOISE)
+    verdicts = sorted(out.values(), key=lambda v: (v.build, v.check, v.placement, v.var))
+    return Judgement(verdicts, [first_hosts[p] for p in sorted(first_hosts)], builds)
+
+
+def verdicts(session: dict, confirmations: list[dict] | None = None,
+             stats: dict | None = None) -> list[Verdict]:
+    return judge(session, confirmations, stats).verdicts
 
 
 def _decide(v: Verdict) -> str:
@@ -134,9 +209,13 @@ def _not_gated_reason(stats: dict | None, tc: dict, var: str) -> str:
     return rec.get("reason", "") if isinstance(rec, dict) else ""
 
 
-def failed_first(session: dict) -> list[dict]:
-    """The test cases of a session with a value whose best sample is outside its
+def failed_first(session: dict, stats: dict | None = None) -> list[dict]:
+    """The test cases of a session with a value whose best sample, against the host,
+    is outside its tolerance, and every test case of a build outside its build
     tolerance (those get measured again)."""
-    failed = {v.key for v in verdicts(session) if v.first_failed}
+    j = judge(session, None, stats)
+    failed = {v.key for v in j.verdicts if v.first_failed}
+    builds = {(b.partition, b.build) for b in j.builds if b.first_failed}
     return [tc for tc in testcases([session])
-            if any(_key(tc, pv.var) in failed for pv in perf_values(tc))]
+            if any(_key(tc, pv.var) in failed for pv in perf_values(tc))
+            or (f"{tc.get('system')}:{tc.get('partition')}", build_label(tc)) in builds]

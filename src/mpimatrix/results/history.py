@@ -8,16 +8,32 @@ Otava's E-Divisive means with a Student t-test on each candidate (the method of
 MongoDB's Hunter, "Using Change Point Detection to Hunt for Performance
 Regressions", ICPE 2023), which finds steps smaller than a reference tolerance
 once a few sessions after the step agree.
+
+The host moves every build at once (on a shared 2-core VM by 20-30 % within an
+hour, and on a cluster after a kernel, firmware or fabric change), so a build's
+series is judged against the host. A session's host factor is the median over
+the builds of how much slower than usual each build's values ran (the median of
+value / the value's median over the history, rates inverted); one build's step
+does not move the median of three or more builds. The host series (the factors)
+gets its own steps, found once, and each build's points are divided by the
+host's level (the mean factor between the host's steps): a step of the whole
+host is taken out of every build's series, and one build's step stays in its
+own. With fewer than three builds in a session and partition, the points are
+judged as measured.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic import atomic_write
+from . import host
+from .gate_builds import MIN_BUILD_VALUES
 from .sessions import (
     build_label,
     case_name,
@@ -34,6 +50,17 @@ MAX_PVALUE = 0.01
 WINDOW = 30
 #: A series needs this many sessions before any step can be found.
 MIN_POINTS = 5
+#: Sessions on either side of a step (a step is found on its third session).
+MIN_SEGMENT = 3
+#: The smallest step of a value or of the host, and of a whole build, reported.
+MIN_STEP = 0.1
+MIN_BUILD_STEP = 0.05
+#: The build name of the host series.
+HOST = "host"
+#: The check name of a build's series as a whole.
+WHOLE_BUILD = "(whole build)"
+#: Each point divided by its own session's host factor (else by the host's level).
+PER_SESSION = False
 
 
 @dataclass
@@ -56,6 +83,8 @@ class Series:
     unit: str
     higher_is_better: bool
     points: list[Point] = field(default_factory=list)
+    against_host: bool = False  # values divided by their session's host factor
+    whole_build: bool = False  # the build's factor against the host, not one value
 
 
 @dataclass
@@ -86,10 +115,21 @@ class Change:
     def line(self) -> str:
         s, p = self.series, self.point
         word = "SLOWER" if self.worse else "FASTER"
-        return (f"{word} {s.build} {s.check} {s.placement} {s.var}: {self.change:+.1%} "
-                f"({self.before:.4g} -> {self.after:.4g} {s.unit}, p={self.pvalue:.1g}) from "
-                f"session {p.session} ({_date(p.time)}; lock {p.lock_sha256[:12] or '-'}, "
-                f"build {p.build_hash[:12] or '-'})")
+        if s.build == HOST:
+            what = (f"{word} host {s.key[0]}: every build {self.change:+.1%} (median over "
+                    f"the builds of their values against their usual, {self.before:.3g} -> "
+                    f"{self.after:.3g}, p={self.pvalue:.1g})")
+        elif s.whole_build:
+            what = (f"{word} {s.build} (the whole build, {s.key[0]}): {self.change:+.1%} "
+                    f"against the host (median over its values against their usual, "
+                    f"{self.before:.3g} -> {self.after:.3g}, p={self.pvalue:.1g})")
+        else:
+            against = " against the host" if s.against_host else ""
+            what = (f"{word} {s.build} {s.check} {s.placement} {s.var}: {self.change:+.1%}"
+                    f"{against} ({self.before:.4g} -> {self.after:.4g} {s.unit}, "
+                    f"p={self.pvalue:.1g})")
+        return (f"{what} from session {p.session} ({_date(p.time)}; lock "
+                f"{p.lock_sha256[:12] or '-'}, build {p.build_hash[:12] or '-'})")
 
 
 def _date(t: float) -> str:
@@ -131,24 +171,140 @@ def series_of(sessions: list[dict]) -> list[Series]:
     return list(out.values())
 
 
-def change_points(series: Series, max_pvalue: float = MAX_PVALUE) -> list[Change]:
-    from otava.analysis import compute_change_points  # imports numpy and scipy
-
-    values = [p.value for p in series.points]
-    if len(values) < MIN_POINTS:
-        return []
-    found, _ = compute_change_points(values, window_len=WINDOW, max_pvalue=max_pvalue)
-    out = []
-    for cp in found:
-        i = int(cp.index)
-        if 0 < i < len(values):
-            out.append(Change(series, i, float(cp.stats.mean_1), float(cp.stats.mean_2),
-                              float(cp.stats.pvalue)))
+def _slowdowns(series: list[Series]) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """{(session, system:partition): {environ: [slowdown of each time/rate value against
+    its usual (its median over the history)]}}"""
+    out: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for s in series:
+        if s.unit == "%" or s.build == HOST or s.whole_build:
+            continue  # overlaps are neither times nor rates
+        usual = statistics.median(p.value for p in s.points)
+        if usual <= 0 or any(p.value <= 0 for p in s.points):
+            continue
+        for p in s.points:
+            out.setdefault((p.session, s.key[0]), {}).setdefault(s.key[1], []).append(
+                host.slowdown(p.value, usual, s.higher_is_better))
     return out
 
 
+def against_host(series: list[Series], per_session: bool = PER_SESSION) -> list[Series]:
+    """Each build's series judged against the host, one host series per partition (the
+    sessions' host factors) and one series per build as a whole (its factor against the
+    host, gate_builds.py). With `per_session`, each point is divided by its own
+    session's host factor; else by the host's level (the mean of its factors between
+    the host's own steps), which takes a step of the whole host out but leaves the
+    session-to-session jitter."""
+    slow = _slowdowns(series)
+    factors = {at: f for at, by_env in slow.items() if (f := host.factor(by_env))}
+    starts = {p.session: p for s in series for p in s.points}
+    names = {s.key[1]: s.build for s in series}
+    extra: dict[tuple, Series] = {}
+    for (session, part), f in sorted(factors.items(), key=lambda kv: starts[kv[0][0]].time):
+        h = extra.setdefault((part, HOST), Series((part, HOST, HOST, "factor"), HOST,
+                                                  "all builds", "", "factor", "x", False))
+        h.points.append(replace(starts[session], value=f, build_hash="", injected=""))
+        for env, xs in slow[(session, part)].items():
+            if len(xs) >= MIN_BUILD_VALUES:
+                b = extra.setdefault((part, env), Series(
+                    (part, env, WHOLE_BUILD, "factor"), names[env], WHOLE_BUILD, "", "factor",
+                    "x", False, against_host=True, whole_build=True))
+                b.points.append(replace(starts[session], value=statistics.median(xs) / f))
+    levels = dict(factors)
+    if not per_session:
+        for (part, env), h in extra.items():
+            if env != HOST:
+                continue
+            bounds = [0, *sorted(c.index for c in change_points(h)), len(h.points)]
+            for a, b in itertools.pairwise(bounds):
+                level = statistics.mean(p.value for p in h.points[a:b])
+                levels.update({(p.session, part): level for p in h.points[a:b]})
+    out = []
+    for s in series:
+        fs = [levels.get((p.session, s.key[0])) for p in s.points]
+        if s.unit == "%" or None in fs:
+            out.append(s)
+            continue
+        points = [replace(p, value=host.against(p.value, f, s.higher_is_better))
+                  for p, f in zip(s.points, fs, strict=True)]
+        out.append(replace(s, points=points, against_host=True))
+    return out + list(extra.values())
+
+
+def change_points(series: Series, max_pvalue: float = MAX_PVALUE) -> list[Change]:
+    """The steps of a series: significant (two-sided t-test of the segments on either
+    side), at least the series' smallest step (min_step), and held for MIN_SEGMENT
+    sessions on either side: one odd session, or one at either end, is no step.
+    Candidates from Otava's E-Divisive split step, merged and located by _merge.
+    Percentages (IMB's overlap) are no times or rates and move by tens of points
+    between sessions: not judged."""
+    from otava.analysis import split  # imports numpy and scipy
+
+    values = [p.value for p in series.points]
+    if len(values) < MIN_POINTS or series.unit == "%":
+        return []
+    # Otava's own first-pass threshold: ten times the final one
+    weak = split(values, WINDOW, min(10 * max_pvalue, 0.5), new_points=None, old_cp=None)
+    return [Change(series, int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2),
+                   float(cp.stats.pvalue))
+            for cp in _merge(list(weak), values, max_pvalue, min_step(series))]
+
+
+def _merge(cps: list, values: list[float], max_pvalue: float, min_magnitude: float) -> list:
+    """Otava's merge step, with every change point's statistics recomputed from the
+    segments to its neighbours at each round (Otava 0.8.0 recomputes only the points
+    after a removed one, so the point before keeps the statistics of a segment that is
+    gone: a +20 % step at session 6 of 12 came out as a 2 % change and was dropped), and
+    each point moved to the split of its two segments with the smallest p-value
+    (E-Divisive put that step at session 5). While a point has fewer than MIN_SEGMENT
+    points on a side, or is not significant or big enough, the weakest such one goes."""
+    from otava.analysis import TTestSignificanceTester
+
+    tester = TTestSignificanceTester(max_pvalue)
+    cps = sorted(cps, key=lambda cp: cp.index)
+    for _ in range(4 * len(values)):  # each round removes or moves a point
+        intervals = tester.get_intervals(cps)
+        cps = [tester.change_point(cp.to_candidate(), values, intervals) for cp in cps]
+        bounds = [0, *(cp.index for cp in cps), len(values)]
+        bad = [k for k, cp in enumerate(cps)
+               if min(bounds[k + 1] - bounds[k], bounds[k + 2] - bounds[k + 1]) < MIN_SEGMENT
+               or cp.stats.pvalue >= max_pvalue or cp.stats.change_magnitude() < min_magnitude]
+        if bad:
+            del cps[max(bad, key=lambda k: cps[k].stats.pvalue)]
+            continue
+        moved = _located(tester, cps, values, bounds)
+        if [cp.index for cp in moved] == [cp.index for cp in cps]:
+            return cps
+        cps = moved
+    return cps
+
+
+def _located(tester, cps: list, values: list[float], bounds: list[int]) -> list:
+    """Each change point at the split between its neighbours with the smallest p-value
+    (the larger change on a tie), MIN_SEGMENT points on either side."""
+    from otava.change_point_divisive.base import CandidateChangePoint
+
+    out = list(cps)
+    for k in range(len(out)):
+        others = out[:k] + out[k + 1:]
+        intervals = tester.get_intervals(others)
+        tried = [tester.change_point(CandidateChangePoint(i, 0.0), values, intervals)
+                 for i in range(bounds[k] + MIN_SEGMENT, bounds[k + 2] - MIN_SEGMENT + 1)]
+        if tried:
+            out[k] = min(tried, key=lambda cp: (cp.stats.pvalue, -cp.stats.change_magnitude()))
+    return out
+
+
+def min_step(series: Series) -> float:
+    """The smallest step reported: a whole build's factor has ~1 % of noise, the host's
+    and a single value's move by 5-10 % between hours on a shared machine."""
+    if series.whole_build:
+        return MIN_BUILD_STEP
+    return MIN_STEP
+
+
 def all_changes(sessions: list[dict], max_pvalue: float = MAX_PVALUE) -> list[Change]:
-    return [c for s in series_of(sessions) for c in change_points(s, max_pvalue)]
+    """The steps of every build's series against the host, and of the host."""
+    return [c for s in against_host(series_of(sessions)) for c in change_points(s, max_pvalue)]
 
 
 def reported(path: Path) -> set[str]:

@@ -1,10 +1,10 @@
 """Write performance references from stored sessions ("bless").
 
-Per value: one sample per session, the best of its passes (the gate judges a
-session by the same statistic), or every pass when fewer than 3 sessions have
-the value (one site-acceptance session of 3 passes); then the median, a robust
-spread, the number of samples, and a tolerance derived from the spread with a
-floor (statistics.py).
+Per value: the samples of samples.py (one per session, its best pass, against
+the host); then the median, a robust spread, the number of samples, and a
+tolerance derived from the spread with a floor (statistics.py). Each build's
+factor against the host over the sessions gives the tolerance of the verdict on
+the whole build (`$builds` in the statistics file).
 Times get an upper tolerance only (slower is a regression), rates and
 percentages a lower one. A value too noisy to gate is written with unbounded
 thresholds (ReFrame reports it, never fails it) and the reason.
@@ -18,8 +18,6 @@ Both files are written atomically.
 from __future__ import annotations
 
 import io
-import math
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +26,9 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..atomic import atomic_write
 from ..reference_file import INDEX, load_references, stats_path
-from .sessions import perf_values, testcases
-from .statistics import MIN_SAMPLES, ValueStats, best, round_sig, value_stats
+from .gate_builds import BUILDS_KEY
+from .samples import Samples, against_host, build_stats, collect
+from .statistics import K_SIGMA, MAX_TOLERANCE, ValueStats, round_sig, value_stats
 
 HEADER = ("# Performance references (ReFrame external reference format, $ref), written by\n"
           "# `mpimatrix bless`; the statistics behind each tolerance are in the .stats.yaml\n"
@@ -38,62 +37,6 @@ HEADER = ("# Performance references (ReFrame external reference format, $ref), w
 
 class BlessError(Exception):
     pass
-
-
-@dataclass
-class Samples:
-    unit: str
-    higher_is_better: bool
-    by_session: dict[str, list[float]] = field(default_factory=dict)
-    excluded: str = ""  # why this value is never gated (e.g. an oversubscribed placement)
-
-    def add(self, session: str, value: float) -> None:
-        self.by_session.setdefault(session, []).append(value)
-
-    @property
-    def values(self) -> list[float]:
-        """One sample per session (its best pass) when enough sessions have the value,
-        else every pass."""
-        if len(self.by_session) >= MIN_SAMPLES:
-            return [best(v, self.higher_is_better) for v in self.by_session.values()]
-        return [x for v in self.by_session.values() for x in v]
-
-    @property
-    def basis(self) -> str:
-        passes = max(len(v) for v in self.by_session.values())
-        if len(self.by_session) >= MIN_SAMPLES:
-            return (f"best of each session's {passes} passes" if passes > 1 else
-                    "one pass per session")
-        return f"every pass of {len(self.by_session)} session(s)"
-
-
-def blessable(tc: dict) -> bool:
-    """Test cases whose values are measurements: passed, or failed only their references."""
-    return tc.get("result") == "pass" or tc.get("fail_phase") == "performance"
-
-
-def collect(sessions: list[dict], system: str | None = None) -> dict:
-    """{test class: {partition: {environ: {ref_key: {var: Samples}}}}}"""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
-    for i, session in enumerate(sessions):
-        uuid = str(session.get("session_info", {}).get("uuid") or f"#{i}")
-        for tc in testcases([session]):
-            key = tc.get("ref_key")
-            if not blessable(tc) or not key or key == "<undefined>":
-                continue
-            if system and tc.get("system") != system:
-                continue
-            cls = tc["name"].split()[0]
-            part = f"{tc['system']}:{tc['partition']}"
-            for pv in perf_values(tc):
-                if pv.value is None or not math.isfinite(pv.value):
-                    continue
-                slot = acc[cls][part][tc["environ"]].setdefault(key, {}).setdefault(
-                    pv.var, Samples(pv.unit, pv.higher_is_better))
-                slot.add(uuid, float(pv.value))
-                if tc.get("oversubscribed") is True:
-                    slot.excluded = "oversubscribed placement: it measures the OS scheduler"
-    return acc
 
 
 def thresholds(stats: ValueStats, higher_is_better: bool) -> tuple[float | None, float | None]:
@@ -117,11 +60,15 @@ class Blessed:
     stats: dict
     gated: int = 0
     not_gated: list[str] = field(default_factory=list)
+    hosts: dict[str, dict[str, float]] = field(default_factory=dict)  # partition: session: f
     kept_by_hand: list[str] = field(default_factory=list)
 
 
 def bless(sessions: list[dict], floor: float, system: str | None, refs: CommentedMap,
-          old_stats: dict) -> Blessed:
+          old_stats: dict, k_sigma: float = K_SIGMA,
+          max_tolerance: float = MAX_TOLERANCE) -> Blessed:
+    """References of the sessions' values (tolerance: k_sigma robust spreads, at least
+    `floor`; a value needing more than max_tolerance is not gated)."""
     if not 0 < floor < 1:
         raise BlessError(f"tolerance floor {floor} must be a fraction between 0 and 1, such as "
                          "0.1 (10 %): ReFrame's lower thresholds cannot go below -1")
@@ -130,6 +77,9 @@ def bless(sessions: list[dict], floor: float, system: str | None, refs: Commente
         raise BlessError("no test case with performance values in the given session(s)"
                          + (f" for system {system!r}" if system else ""))
     out = Blessed(refs, {k: v for k, v in old_stats.items()})
+    out.hosts, builds = against_host(acc)
+    if builds:
+        out.stats[BUILDS_KEY] = build_stats(builds, k_sigma)
     for cls, parts in acc.items():
         entry = _node(out.refs, cls)
         entry.setdefault("$index", flow(list(INDEX)))
@@ -140,13 +90,14 @@ def bless(sessions: list[dict], floor: float, system: str | None, refs: Commente
             for env, keys in envs.items():
                 for key, pvars in keys.items():
                     for var, samples in pvars.items():
-                        _bless_value(out, (cls, part, env, key, var), samples, floor)
+                        _bless_value(out, (cls, part, env, key, var), samples,
+                                     lambda xs: value_stats(xs, floor, k_sigma, max_tolerance))
     return out
 
 
-def _bless_value(out: Blessed, path: tuple, samples: Samples, floor: float) -> None:
+def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:
     cls, part, env, key, var = path
-    stats = value_stats(samples.values, floor)
+    stats = judge(samples.values)
     stats.basis = samples.basis
     if samples.excluded:
         stats.gated, stats.reason = False, samples.excluded

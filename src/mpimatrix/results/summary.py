@@ -3,7 +3,7 @@ one line per performance value outside its reference."""
 
 from __future__ import annotations
 
-from .gate import NOISE, NOT_GATED, REGRESSION, Verdict, verdicts
+from .gate import NOISE, NOT_GATED, REGRESSION, Judgement, Verdict, judge
 from .sessions import build_label, check_label, defined, perf_values, testcases
 
 
@@ -68,11 +68,10 @@ def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]
     return out
 
 
-def regressions(session: dict, results: list[Verdict] | None = None) -> list[str]:
+def regressions(session: dict, judged: Judgement | None = None) -> list[str]:
     """One line per confirmed regression, naming everything (samples, reference,
-    tolerance, change)."""
-    results = verdicts(session) if results is None else results
-    return [v.line() for v in results if v.status == REGRESSION]
+    tolerance, change): whole builds first, then single values."""
+    return (judge(session) if judged is None else judged).regressions
 
 
 def gate_lines(results: list[Verdict]) -> list[str]:
@@ -92,11 +91,23 @@ def gate_lines(results: list[Verdict]) -> list[str]:
     return out
 
 
-def format_table(session: dict, results: list[Verdict] | None = None,
-                 width: int = 200) -> str:
+def host_lines(judged: Judgement) -> list[str]:
+    """The host factor of each partition: a HOST line when every build ran slow."""
+    out = []
+    for h in judged.hosts:
+        if h.slow:
+            out.append(h.line())
+        elif h.factor:
+            out.append(f"host {h.partition}: every build {h.factor - 1:+.1%} against its "
+                       f"references ({len(h.builds)} builds); values judged against the host")
+    return out
+
+
+def format_table(session: dict, judged: Judgement | None = None, width: int = 200) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
     reason names the cause."""
-    results = verdicts(session) if results is None else results
+    judged = judge(session) if judged is None else judged
+    results = judged.verdicts
     data = rows(session, results)
     n = len(HEADER) - 1
     widths = [max(len(r[i]) for r in [HEADER, *data]) for i in range(n)]
@@ -104,7 +115,7 @@ def format_table(session: dict, results: list[Verdict] | None = None,
     for r in [HEADER, *data]:
         line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
         lines.append(line if r[RESULT] in ("fail", "abort", REGRESSION) else line[:width])
-    extra = [*regressions(session, results), *gate_lines(results)]
+    extra = [*judged.regressions, *gate_lines(results), *host_lines(judged)]
     if extra:
         lines.append("")
         lines += extra
@@ -113,6 +124,6 @@ def format_table(session: dict, results: list[Verdict] | None = None,
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
     lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "
-                 f"value(s), {gated} gated, {len(regressions(session, results))} "
+                 f"value(s), {gated} gated, {len(judged.regressions)} "
                  f"regression(s); session {info.get('uuid', '?')}")
     return "\n".join(lines)

@@ -3,7 +3,8 @@
 Exit codes: 0 every test passed and no value is a confirmed regression; 1 a test
 failed or a regression was confirmed; 2 bad input; 3 nothing ran, or the session
 was not stored in the results database; 4 values were outside their tolerance
-but other programs loaded the machine during the session (not judged: run again).
+but other programs loaded the machine during the session (not judged: run again),
+or every build ran slower than its references at once (a HOST line: the machine).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references, stats_path
 from ..results import summary
-from ..results.gate import REGRESSION, failed_first, verdicts
+from ..results.gate import Judgement, failed_first, judge
 from ..results.sessions import SessionError, load_report, testcases
 from ..rfm.inject import injection_for
 from ..site.config import MODES
@@ -101,9 +102,10 @@ def load_record_path() -> Path:
     return results_db().parent / "machine-load.json"
 
 
-def confirm(report: dict, mode: str, repeats: int) -> dict | None:
-    """Re-run, on every build, the test cases with a value outside its tolerance."""
-    failing = failed_first(report)
+def confirm(report: dict, mode: str, repeats: int, stats: dict) -> dict | None:
+    """Re-run, on every build, the test cases with a value outside its tolerance and
+    those of a build outside its build tolerance."""
+    failing = failed_first(report, stats)
     if not failing or repeats < 1:
         return None
     hashes = sorted({tc["hashcode"] for tc in failing})
@@ -163,12 +165,12 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int
         return NOT_RUN
     report = load_report(report_file)
     link_latest(report_file)
-    conf = confirm(report, mode, confirm_repeats)
-    stats_file = stats_path(references_dir() / f"{_system(report)}.yaml")
-    stats = _load_yaml(stats_file)
-    results = verdicts(report, [conf] if conf else [], stats)
+    stats = _load_yaml(stats_path(references_dir() / f"{_system(report)}.yaml"))
+    conf = confirm(report, mode, confirm_repeats, stats)
+    judged = judge(report, [conf] if conf else [], stats)
     print()
-    print(summary.format_table(report, results))
+    print(summary.format_table(report, judged))
+    slow_hosts = [h for h in judged.hosts if h.slow]
     if osu:
         print(osu)
     busy = [machine.loads(load_record_path()).get(s["session_info"]["uuid"], {})
@@ -178,11 +180,13 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int
         print(f"DISTURBED: {machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}: "
               "the values measure them too; verdicts not judged, run again on a quiet machine")
     print(f"report: {report_file}")
-    code = exit_code(report, results)
-    return DISTURBED if code == FAILED and disturbed and not _sanity_failures(report) else code
+    code = exit_code(report, judged)
+    if code == FAILED and disturbed and not _sanity_failures(report):
+        return DISTURBED
+    return DISTURBED if code == OK and slow_hosts else code
 
 
-def exit_code(report: dict, results) -> int:
+def exit_code(report: dict, judged: Judgement) -> int:
     if not list(testcases([report])):
         print(f"mpimatrix: {NOTHING_RAN}", file=sys.stderr)
         return NOT_RUN
@@ -193,8 +197,7 @@ def exit_code(report: dict, results) -> int:
         print(f"mpimatrix: the session is not in the results database {results_db()}: "
               f"{err}", file=sys.stderr)
         return NOT_RUN
-    return FAILED if _sanity_failures(report) or any(
-        v.status == REGRESSION for v in results) else OK
+    return FAILED if _sanity_failures(report) or judged.regressions else OK
 
 
 def _sanity_failures(report: dict) -> list[dict]:

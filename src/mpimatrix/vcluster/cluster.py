@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from . import daemons, health, namespaces, privileges, slurm_conf
+from . import cpus, daemons, health, namespaces, privileges, slurm_conf
 from .daemons import Proc
 from .inside import command, env_for, node_states, run
 from .layout import ClusterError, Layout
@@ -110,7 +110,10 @@ def _start(lay: Layout, state: dict, timeout: float) -> None:
     # start them once slurmctld listens.
     _wait_for(lambda: daemons.listening(ctld.pid, slurm_conf.SLURMCTLD_PORT), timeout,
               "slurmctld port", ctld.alive, lay.log("slurmctld"))
-    started = [daemons.start(lay, f"slurmd@{n}", n, pids[n], daemons.slurmd_argv(lay, n))
+    own = cpus.own_cpus(lay.node_names)
+    state["cpus"] = own
+    started = [daemons.start(lay, f"slurmd@{n}", n, pids[n],
+                             daemons.slurmd_argv(lay, n, own.get(n)))
                for n in lay.node_names]
     state["procs"] += [p.to_dict() for p in started]
     save_state(lay, state)
@@ -183,6 +186,7 @@ def status(lay: Layout) -> dict:
         "members": members,
         "processes": [{"name": p.name, "pid": p.pid, "alive": p.alive()} for p in procs],
         "sinfo": sinfo,
+        "cpus": state.get("cpus") or {},
         "slurm_conf": str(full.slurm_conf),
     }
 

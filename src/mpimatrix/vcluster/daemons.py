@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass
 
+from .cpus import taskset_prefix
 from .layout import Layout
 from .namespaces import nsenter
 from .privileges import tool
@@ -119,8 +120,10 @@ def slurmctld_argv(lay: Layout) -> list[str]:
     return [tool("slurmctld"), "-D", "-i", "-f", str(lay.slurm_conf)]
 
 
-def slurmd_argv(lay: Layout, node: str) -> list[str]:
-    return [tool("slurmd"), "-D", "-N", node, "-f", str(lay.slurm_conf)]
+def slurmd_argv(lay: Layout, node: str, cpus: list[int] | None = None) -> list[str]:
+    """slurmd of a node, confined to the node's own CPUs when it has some (cpus.py)."""
+    return [*taskset_prefix(cpus or []), tool("slurmd"), "-D", "-N", node, "-f",
+            str(lay.slurm_conf)]
 
 
 def stop(procs: list[Proc], grace: float = 5.0) -> list[str]:

@@ -63,8 +63,9 @@ def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
     judged = [front.Verdict.of(v) for v in verdicts]
     confirmations = len(data.confirming(cur))
     gate = ("the regression gate: a value outside its tolerance is a regression when the "
-            "median of all its samples (the session's runs"
-            f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}) is "
+            "best of its samples (the session's runs"
+            f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}), "
+            "each against its session's host factor where three or more builds ran, is "
             "still outside")
     rows = [front.describe(v, cur.cases) for v in judged]
     regs = [r for r in rows if r["status"] == "regression"]

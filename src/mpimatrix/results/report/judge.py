@@ -17,8 +17,11 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
     """The gate's verdicts on the current session, its confirmation sessions pooled in."""
     ref_keys = {(tc.get("environ"), check_label(tc), str(tc.get("placement", ""))):
                 tc.get("ref_key", "") for tc in testcases([current])}
-    out = []
-    for v in gate.verdicts(current, confirmations, stats):
+    judged = gate.judge(current, confirmations, stats)
+    out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
+                   STATUS[b.status], b.factor, 1.0, "x", b.line().split(": ", 1)[1], b.build)
+           for b in judged.builds if b.status in (gate.REGRESSION, gate.NOISE)]
+    for v in judged.verdicts:
         status = STATUS.get(v.status)
         if status is None:
             continue
@@ -26,8 +29,9 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
             reason = v.reason or "the reference has no tolerance"
         else:
             tol = f"{v.tolerance:+.0%}" if v.tolerance is not None else "none"
-            samples = ", ".join(f"{x:.3g}" for x in v.samples)
-            reason = (f"best of {len(v.samples)} sample(s) [{samples}] "
+            samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
+            against = f" against the host (factor {v.host:.2f})" if v.host else ""
+            reason = (f"best of {len(v.all_samples)} sample(s) [{samples}]{against} "
                       f"{'outside' if status == 'regression' else 'within'} the tolerance "
                       f"{tol}")
         out.append(Verdict(v.partition, v.environ,
@@ -37,8 +41,9 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
 
 
 def history_change_points(sessions: list[dict]) -> list[ChangePoint]:
-    """Steps in each value's history (Apache Otava, at least history.MIN_POINTS
-    sessions), with the lock or build hash that changed at the step."""
+    """Steps in each value's history against the host, in each whole build's and in the
+    host's (results.history, at least history.MIN_POINTS sessions), with the lock or
+    build hash that changed at the step."""
     ref_keys = {(tc.get("environ"), case_name(tc)): tc.get("ref_key", "")
                 for tc in testcases(sessions)}
     out = []
@@ -52,6 +57,10 @@ def history_change_points(sessions: list[dict]) -> list[ChangePoint]:
         if before.build_hash != after.build_hash:
             causes.append(f"{env} {before.build_hash[:8] or 'none'} → "
                           f"{after.build_hash[:8] or 'none'}")
+        if c.series.build == history.HOST:  # every build at once, listed as the host
+            var = "every build, times slower than usual"
+        elif c.series.whole_build:
+            var = "the whole build against the host, times slower than usual"
         out.append(ChangePoint(part, env, ref_keys.get((env, name), ""), var, after.session,
                                c.before, c.after, "; ".join(causes)))
     return out

@@ -1,0 +1,44 @@
+"""The host factor: how much slower than usual every build of a session ran at once.
+
+On a shared machine every build's values move together: on this project's 2-core
+VM by 5-30 % within an hour while nothing else ran inside it (the host's other
+guests), and on a cluster after a kernel, firmware or fabric change. One build's
+regression moves only its own values. The host factor of a session and partition
+is the median over the builds of each build's median slowdown (value against its
+reference or its usual value; rates inverted): with three or more builds one
+build's slowdown does not move it. The gate judges each value divided by it, bless
+divides each session's samples by it, and the history judges each build's series
+against it. With fewer builds there is no host factor and values are judged as
+measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+#: Builds a session and partition needs for a host factor.
+MIN_BUILDS = 3
+
+
+def slowdown(value: float, usual: float, higher_is_better: bool) -> float:
+    """How many times slower than usual (> 1: slower), for times and rates alike."""
+    return usual / value if higher_is_better else value / usual
+
+
+def factor(slowdowns: dict[str, list[float]]) -> float | None:
+    """The host factor from {build: [slowdown of each of its values]}, or None with
+    fewer than MIN_BUILDS builds."""
+    per_build = [statistics.median(v) for v in slowdowns.values() if v]
+    return statistics.median(per_build) if len(per_build) >= MIN_BUILDS else None
+
+
+def build_factors(slowdowns: dict[str, list[float]]) -> dict[str, float]:
+    """Each build's median slowdown."""
+    return {b: statistics.median(v) for b, v in slowdowns.items() if v}
+
+
+def against(value: float, host: float | None, higher_is_better: bool) -> float:
+    """The value as it would have been on a host running as usual."""
+    if not host:
+        return value
+    return value * host if higher_is_better else value / host

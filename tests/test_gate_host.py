@@ -1,0 +1,135 @@
+"""The gate against the host: values divided by the session's host factor, a HOST line
+for a machine that runs slow as a whole, and verdicts on whole builds. On real quick
+sessions of six passes on a quiet machine (the IMB builds: Debian MPICH 4.0.2, PyPI
+MPICH 5.0.2 and Intel MPI; tests/fixtures/reports/README.md), blessed from the first
+three passes of five sessions as the nightly runs, and on a later session with every
+build, or one, made slower by a known factor (what the clock injector does to a real
+run: every timed interval longer by that factor); its passes 4-6 are its confirmation."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from helpers import six_pass_session
+
+from mpimatrix.results import gate, references
+from mpimatrix.results.gate_builds import BUILDS_KEY, DEFAULT_BUILD_TOLERANCE
+from mpimatrix.results.samples import BUILD_FLOOR
+
+VICTIM = "mpich-5.0.2-pypi"
+
+
+def recorded(i: int, first: int = 0, last: int = 3) -> dict:
+    return six_pass_session(i, first, last)
+
+
+@pytest.fixture(scope="module")
+def blessed():
+    return references.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
+                            references.CommentedMap(), {})
+
+
+def against(session: dict, blessed, factors: dict[str, float] | None = None,
+            only: set[str] | None = None) -> dict:
+    """The session as ReFrame reports it against the blessed references, each build's
+    times multiplied (rates divided) by factors[build] ('*': every build)."""
+    out = copy.deepcopy(session)
+    for run in out["runs"]:
+        if only is not None:
+            run["testcases"] = [tc for tc in run["testcases"] if tc.get("build_name") in only]
+        for tc in run["testcases"]:
+            f = (factors or {}).get(tc.get("build_name"), (factors or {}).get("*", 1.0))
+            entry = (blessed.refs.get(tc["name"].split()[0], {}).get("local:default", {})
+                     .get(tc.get("environ"), {}).get(tc.get("ref_key"), {}))
+            for full, pv in (tc.get("perfvalues") or {}).items():
+                ref = entry.get(full.rsplit(":", 1)[-1])
+                pv[1:4] = list(ref[:3]) if ref else [0, None, None]
+                if pv[4] != "%":
+                    pv[0] = pv[0] / f if pv[4] == "MB/s" else pv[0] * f
+    return out
+
+
+def statuses(j: gate.Judgement, builds=None) -> dict:
+    return {v.key: v.status for v in j.verdicts if builds is None or v.build in builds}
+
+
+def test_bless_divides_each_session_by_its_host_factor_and_keeps_the_builds_spread(blessed):
+    hosts = blessed.hosts["local:default"]
+    assert len(hosts) == 5 and all(0.5 < f < 2 for f in hosts.values())
+    builds = blessed.stats[BUILDS_KEY]["local:default"]
+    imb = {"impi-2021_18_1-pypi", "mpich-4_0_2-debian", "mpich-5_0_2-pypi"}
+    assert set(builds) == imb
+    for rec in builds.values():
+        assert len(rec["factors"]) == 5 and rec["tolerance"] >= BUILD_FLOOR
+    rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
+        "MPI1:PingPong@intranode"]["latency_8B"]
+    assert rec["basis"] == "best of each session's 3 passes, against the host"
+    assert blessed.gated >= 60
+
+
+def test_a_slow_host_moves_no_verdict_and_is_reported(blessed):
+    """Every build 30 % slower at once (the host's other guests, a firmware change):
+    the same verdicts as the session as measured, and a HOST line."""
+    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
+    slow = gate.judge(against(recorded(6), blessed, {"*": 1.3}), None, blessed.stats)
+    assert statuses(slow) == statuses(base)
+    assert slow.hosts[0].factor == pytest.approx(1.3 * base.hosts[0].factor, rel=1e-6)
+    assert slow.hosts[0].slow and not base.hosts[0].slow
+    assert slow.hosts[0].line().startswith("HOST local:default: every build +")
+    assert not any(b.status == gate.REGRESSION for b in slow.builds)
+
+
+def test_one_slow_build_is_found_on_a_slow_host_and_the_others_stay_clean(blessed):
+    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
+    j = gate.judge(against(recorded(6), blessed, {"*": 1.2, VICTIM: 1.2 * 1.25}), None,
+                   blessed.stats)
+    others = {v.build for v in j.verdicts} - {VICTIM}
+    assert statuses(j, others) == statuses(base, others)
+    whole = {b.build: b for b in j.builds}
+    assert whole[VICTIM].status == gate.REGRESSION
+    assert whole[VICTIM].factor == pytest.approx(
+        1.25 * {b.build: b for b in base.builds}[VICTIM].factor, rel=0.02)
+    assert all(b.status == gate.PASS for b in j.builds if b.build != VICTIM)
+    line = whole[VICTIM].line()
+    assert line.startswith(f"REGRESSION {VICTIM} (the whole build, local:default): +"), line
+    assert j.regressions[0] == line
+    flagged = [v for v in j.verdicts if v.build == VICTIM and v.status == gate.REGRESSION]
+    assert flagged and all("against the host (host factor" in v.line() for v in flagged)
+
+
+def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_whole(blessed):
+    """8 % slower on every value: inside each value's tolerance (10 % at least), outside
+    the build's (from its spread over the blessed sessions)."""
+    tol = {b: r["tolerance"] for b, r in blessed.stats[BUILDS_KEY]["local:default"].items()}
+    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
+    b0 = {b.build: b.factor for b in base.builds}[VICTIM]
+    step = (1 + tol["mpich-5_0_2-pypi"]) / b0 + 0.02
+    j = gate.judge(against(recorded(6), blessed, {VICTIM: step}), None, blessed.stats)
+    whole = {b.build: b for b in j.builds}[VICTIM]
+    assert whole.first_failed and whole.status == gate.REGRESSION
+    # without the bless statistics the default build tolerance applies
+    j = gate.judge(against(recorded(6), blessed, {VICTIM: step}), None, None)
+    assert {b.build: b for b in j.builds}[VICTIM].tolerance == DEFAULT_BUILD_TOLERANCE
+
+
+def test_with_two_builds_values_are_judged_as_measured(blessed):
+    two = {"mpich-5.0.2-pypi", "impi-2021.18.1-pypi"}
+    j = gate.judge(against(recorded(6), blessed, {"*": 1.5}, only=two), None, blessed.stats)
+    assert j.hosts[0].factor is None and not j.builds
+    assert all(v.host is None for v in j.verdicts)
+    assert sum(v.status == gate.REGRESSION for v in j.verdicts) >= 10
+
+
+def test_the_confirmation_clears_what_its_own_host_factor_explains(blessed):
+    """The session's best of one build is slow, then the confirmation measures every
+    build again while the host is slow: judged against the confirmation's host factor,
+    the value is noise."""
+    session = against(recorded(6), blessed, {VICTIM: 1.6})
+    conf = against(recorded(6, 3, 6), blessed, {"*": 1.4})
+    conf["session_info"] = {**conf["session_info"], "confirms": "x"}
+    j = gate.judge(session, [conf], blessed.stats)
+    victim = [v for v in j.verdicts if v.build == VICTIM and v.first_failed]
+    assert victim and all(v.status == gate.NOISE for v in victim if v.host_judged)
+    assert all(v.confirm_host and v.confirm_host > 1.3 for v in victim if v.host_judged)
+    assert {b.build: b for b in j.builds}[VICTIM].status == gate.NOISE
