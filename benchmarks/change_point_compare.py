@@ -31,15 +31,15 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.results import history
+from mpimatrix.results import history, steps
 from mpimatrix.results.sessions import load_report
 
 
 def otava_points(values: list[float]) -> list[int]:
     from otava.analysis import compute_change_points
 
-    found, _ = compute_change_points(values, window_len=history.WINDOW,
-                                     max_pvalue=history.MAX_PVALUE)
+    found, _ = compute_change_points(values, window_len=steps.WINDOW,
+                                     max_pvalue=steps.MAX_PVALUE)
     return [int(c.index) for c in found]
 
 

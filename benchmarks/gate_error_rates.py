@@ -3,9 +3,10 @@
 
 In a fresh results store: B unchanged sessions, `mpimatrix bless` from them;
 then K unchanged and K injected sessions, interleaved (U, I, U, I, ...). Each
-injected session slows one build (round robin) by one level (round robin over
---levels) with the regression injector (MPIMATRIX_INJECT=<build>:clock=<level>:
-every interval the benchmark times grows by that fraction). Every session runs
+injected session slows one build (in turn) by one level (in turn over --levels,
+shifted by one after every round of builds, so each build gets each level) with
+the regression injector (MPIMATRIX_INJECT=<build>:clock=<level>: every interval
+the benchmark times grows by that fraction). Every session runs
 as a nightly would: `mpimatrix run` with 3 interleaved passes (the default
 `--mode compare`: the quick catalogue with `--reruns=2`; the gate judges the best
 pass) and confirmation of values whose best pass is outside their tolerance.
@@ -77,9 +78,19 @@ def stored_sessions(results: Path) -> list[dict]:
             if not f.name.startswith("latest") and not f.name.endswith("-confirm.json")]
 
 
-def injected_builds(report: dict) -> set[str]:
-    return {tc["build_name"] for r in report["runs"] for tc in r["testcases"]
+def injections(report: dict) -> set[tuple[str, str]]:
+    """(build, injector spec) of the builds the injector slowed in a session."""
+    return {(tc["build_name"], tc["injected"]) for r in report["runs"] for tc in r["testcases"]
             if tc.get("injected")}
+
+
+def scheduled(i: int, injected: bool, builds: list[str], levels: list[float]):
+    """Session i's injection: (build, level, MPIMATRIX_INJECT). Builds in turn, and levels
+    in turn shifted by one every round of builds, so every build gets every level."""
+    if not injected:
+        return "", 0.0, ""
+    build, level = builds[i % len(builds)], levels[(i + i // len(builds)) % len(levels)]
+    return build, level, f"^{re.escape(build)}$:clock={level}"
 
 
 def builds_of(report: dict) -> list[str]:
@@ -138,13 +149,11 @@ def main(argv=None) -> int:
     log = []
     for i in range(args.sessions):
         for injected in (False, True):
-            build = builds[i % len(builds)] if injected else ""
-            level = levels[i % len(levels)] if injected else 0.0
-            spec = f"^{re.escape(build)}$:clock={level}" if injected else ""
+            build, level, spec = scheduled(i, injected, builds, levels)
             what = f"injected {build} +{level:.0%}" if injected else "unchanged"
             if stored:
                 report = stored.pop(0)
-                if injected_builds(report) != ({build} if injected else set()):
+                if injections(report) != ({(build, f"clock={level}")} if injected else set()):
                     sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
                              f"does not fit the schedule here ({what}); start a new store")
                 confs = confirmations(results, report)
@@ -212,11 +221,10 @@ def stats_of(results: Path) -> dict:
 def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
     for i in range(args.sessions):
         for injected in (False, True):
-            build = builds[i % len(builds)] if injected else ""
-            level = levels[i % len(levels)] if injected else 0.0
-            spec = f"^{re.escape(build)}$:clock={level}" if injected else ""
+            build, level, spec = scheduled(i, injected, builds, levels)
             run(results, args, inject=spec, confirm=False)
-            print(f"# session {i + 1} {'injected ' + build if injected else 'unchanged'}: "
+            what = f"injected {build} +{level:.0%}" if injected else "unchanged"
+            print(f"# session {i + 1} {what}: "
                   f"{time.time() - t0:.0f} s", flush=True)
     print(f"recorded in {results}: python benchmarks/gate_replay.py {results} "
           f"--passes 3 --settings ...")

@@ -156,7 +156,9 @@ def test_kill_9_during_bless_leaves_old_or_new_references(tmp_path):
     sessions = [a for n in (1, 2, 3) for a in (
         "--report", str(FIXTURES / "sessions" / f"imb-quick-bless-{n}.json"))]
     env = env_for(tmp_path)
-    subprocess.run([MPIMATRIX, "bless", *sessions], env=env, check=True, capture_output=True)
+    # the two versions the killed blesses below write whole: floors 10 % and 20 %
+    subprocess.run([MPIMATRIX, "bless", "--tolerance", "0.1", *sessions], env=env, check=True,
+                   capture_output=True)
     refs = tmp_path / "references" / "local.yaml"
     versions = {refs.read_bytes()}
     t0 = time.monotonic()

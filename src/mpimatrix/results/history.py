@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..atomic import atomic_write
-from . import host
+from . import host, steps
 from .gate_builds import MIN_BUILD_VALUES
 from .sessions import (
     build_label,
@@ -43,15 +43,10 @@ from .sessions import (
     testcases,
 )
 from .statistics import best
+from .steps import MAX_PVALUE, MIN_SEGMENT  # noqa: F401  (the history's settings)
 
-#: Significance of a step (two-sided t-test of the points before and after it).
-MAX_PVALUE = 0.01
-#: Sessions considered around a candidate step (Otava's sliding window).
-WINDOW = 30
 #: A series needs this many sessions before any step can be found.
 MIN_POINTS = 5
-#: Sessions on either side of a step (a step is found on its third session).
-MIN_SEGMENT = 3
 #: The smallest step of a value or of the host, and of a whole build, reported.
 MIN_STEP = 0.1
 MIN_BUILD_STEP = 0.05
@@ -234,64 +229,15 @@ def change_points(series: Series, max_pvalue: float = MAX_PVALUE) -> list[Change
     """The steps of a series: significant (two-sided t-test of the segments on either
     side), at least the series' smallest step (min_step), and held for MIN_SEGMENT
     sessions on either side: one odd session, or one at either end, is no step.
-    Candidates from Otava's E-Divisive split step, merged and located by _merge.
+    Found by steps.significant_steps (Apache Otava's E-Divisive and t-test).
     Percentages (IMB's overlap) are no times or rates and move by tens of points
     between sessions: not judged."""
-    from otava.analysis import split  # imports numpy and scipy
-
     values = [p.value for p in series.points]
     if len(values) < MIN_POINTS or series.unit == "%":
         return []
-    # Otava's own first-pass threshold: ten times the final one
-    weak = split(values, WINDOW, min(10 * max_pvalue, 0.5), new_points=None, old_cp=None)
     return [Change(series, int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2),
                    float(cp.stats.pvalue))
-            for cp in _merge(list(weak), values, max_pvalue, min_step(series))]
-
-
-def _merge(cps: list, values: list[float], max_pvalue: float, min_magnitude: float) -> list:
-    """Otava's merge step, with every change point's statistics recomputed from the
-    segments to its neighbours at each round (Otava 0.8.0 recomputes only the points
-    after a removed one, so the point before keeps the statistics of a segment that is
-    gone: a +20 % step at session 6 of 12 came out as a 2 % change and was dropped), and
-    each point moved to the split of its two segments with the smallest p-value
-    (E-Divisive put that step at session 5). While a point has fewer than MIN_SEGMENT
-    points on a side, or is not significant or big enough, the weakest such one goes."""
-    from otava.analysis import TTestSignificanceTester
-
-    tester = TTestSignificanceTester(max_pvalue)
-    cps = sorted(cps, key=lambda cp: cp.index)
-    for _ in range(4 * len(values)):  # each round removes or moves a point
-        intervals = tester.get_intervals(cps)
-        cps = [tester.change_point(cp.to_candidate(), values, intervals) for cp in cps]
-        bounds = [0, *(cp.index for cp in cps), len(values)]
-        bad = [k for k, cp in enumerate(cps)
-               if min(bounds[k + 1] - bounds[k], bounds[k + 2] - bounds[k + 1]) < MIN_SEGMENT
-               or cp.stats.pvalue >= max_pvalue or cp.stats.change_magnitude() < min_magnitude]
-        if bad:
-            del cps[max(bad, key=lambda k: cps[k].stats.pvalue)]
-            continue
-        moved = _located(tester, cps, values, bounds)
-        if [cp.index for cp in moved] == [cp.index for cp in cps]:
-            return cps
-        cps = moved
-    return cps
-
-
-def _located(tester, cps: list, values: list[float], bounds: list[int]) -> list:
-    """Each change point at the split between its neighbours with the smallest p-value
-    (the larger change on a tie), MIN_SEGMENT points on either side."""
-    from otava.change_point_divisive.base import CandidateChangePoint
-
-    out = list(cps)
-    for k in range(len(out)):
-        others = out[:k] + out[k + 1:]
-        intervals = tester.get_intervals(others)
-        tried = [tester.change_point(CandidateChangePoint(i, 0.0), values, intervals)
-                 for i in range(bounds[k] + MIN_SEGMENT, bounds[k + 2] - MIN_SEGMENT + 1)]
-        if tried:
-            out[k] = min(tried, key=lambda cp: (cp.stats.pvalue, -cp.stats.change_magnitude()))
-    return out
+            for cp in steps.significant_steps(values, max_pvalue, min_step(series))]
 
 
 def min_step(series: Series) -> float:
