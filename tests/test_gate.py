@@ -64,6 +64,10 @@ def test_tolerance_grows_with_the_spread_and_has_a_floor():
     assert not wide.gated and "needs a tolerance" in wide.reason
     few = value_stats([100, 101], 0.1)
     assert not few.gated and few.reason.startswith("2 sample(s)")
+    # a floor above the maximum tolerance (bless --tolerance 0.5) gates at the floor
+    loose = value_stats([100, 101, 99, 100, 102], 0.5, max_tolerance=0.3)
+    assert loose.gated and loose.tolerance == 0.5
+    assert not value_stats([100, 160, 60, 130, 80], 0.5, max_tolerance=0.3).gated
 
 
 # -- bless ------------------------------------------------------------------------------------

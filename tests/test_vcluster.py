@@ -701,8 +701,8 @@ def test_a_node_with_cpus_of_its_own_pins_its_ranks(buildset, tmp_path):
         assert sorted(_cpu_list(step.stdout.split()[-1])) == mine[:slurm_conf.NODE_CPUS]
         env = imb[0].environ_name
         proc, report = _reframe_in_head(
-            lay, tmp_path, "-n", r"(MpiPlacementCheck|ImbCheck.*MPI1:PingPong)"
-            r" %placement=intranode$", "-p", env, "-r")
+            lay, tmp_path, "-n", r"(MpiPlacementCheck%placement=intranode"
+            r"|ImbCheck%placement=intranode%benchmark=MPI1:PingPong)$", "-p", env, "-r")
         assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
         cases = _settled_cases(report)
         assert {tc["partition"] for tc in cases} == {"compute", "compute_mpirun"}

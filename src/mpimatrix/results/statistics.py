@@ -116,8 +116,8 @@ def value_stats(samples: list[float], floor: float, k_sigma: float = K_SIGMA,
         stats.gated, stats.reason = False, (
             f"bimodal: {len(lo)} samples near {round_sig(statistics.median(lo), 3)}, "
             f"{len(hi)} near {round_sig(statistics.median(hi), 3)}")
-    elif tol > max_tolerance:
+    elif tol > max(max_tolerance, floor):  # a floor set above the maximum raises it
         stats.gated, stats.reason = False, (
             f"spread {sp.cv:.0%} (robust CV) needs a tolerance of {tol:.0%}, "
-            f"over {max_tolerance:.0%}")
+            f"over {max(max_tolerance, floor):.0%}")
     return stats
