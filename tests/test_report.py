@@ -121,6 +121,24 @@ def test_front_page_names_builds_sessions_and_provenance(compare, compare_report
     assert info["uuid"] in compare_report.markdown
 
 
+def test_a_build_failing_only_against_references_is_no_failed_build():
+    """ReFrame fails a pass outside its reference: the build ran fine, its values are
+    the gate's to judge (Regressions), so the Builds table says ok with the count."""
+    from mpimatrix.results.report import front
+
+    session = json.loads((FIXTURES / "sessions"
+                          / "imb-quick-injected-mpich-4.0.2-clock-1.0.json").read_text())
+    outside = defaultdict(int)
+    for r in session["runs"]:
+        for tc in r["testcases"]:
+            outside[tc["environ"]] += tc.get("fail_phase") == "performance"
+    rows = front.builds(load([session]))
+    assert outside["mpich-4_0_2-debian"] == 2
+    for b in (b for b in rows if b["results"]):  # the builds in the session's selection
+        assert b["results"].get("outside in a pass", 0) == outside[b["environ"]], b
+        assert b["status"] == "ok" and "fail" not in b["results"], b
+
+
 def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     """The report lists what the gate decided: values outside their tolerance against
     the host (five builds ran: each value divided by the session's host factor), among

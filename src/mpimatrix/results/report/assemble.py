@@ -70,10 +70,13 @@ def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
     rows = [front.describe(v, cur.cases) for v in judged]
     regs = [r for r in rows if r["status"] == "regression"]
     fails = front.failures(cur)
-    not_gated = front.not_gated(statistics) + [
+    not_gated = front.not_gated(statistics)
+    listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
+    not_gated += [  # those the statistics file does not explain (hand-set references)
         {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,
          "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
-        for v in judged if v.status == "not_gated"]
+        for v in judged if v.status == "not_gated"
+        and (v.partition, v.environ, v.ref_key, v.var) not in listed]
     cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}))
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
