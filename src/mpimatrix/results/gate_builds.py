@@ -22,8 +22,6 @@ from .statistics import best
 HOST_TOLERANCE = 0.1
 #: A build's tolerance when the statistics file has none for it.
 DEFAULT_BUILD_TOLERANCE = 0.1
-#: Gated time and rate values a build needs for a verdict of its own.
-MIN_BUILD_VALUES = 5
 #: The key of the build statistics in the statistics file.
 BUILDS_KEY = "$builds"
 
@@ -67,13 +65,15 @@ class BuildVerdict:
     def first_failed(self) -> bool:
         return self.factor > 1 + self.tolerance
 
-    def line(self) -> str:
+    def reason(self) -> str:
         conf = (f"; measured again {self.confirm_factor - 1:+.0%}"
                 if self.confirm_factor is not None else "")
-        return (f"REGRESSION {self.build} (the whole build, {self.partition}): "
-                f"{self.factor - 1:+.0%} against the host (median over its {self.values} "
+        return (f"{self.factor - 1:+.0%} against the host (median over its {self.values} "
                 f"gated values{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values outside their own tolerance")
+
+    def line(self) -> str:
+        return f"REGRESSION {self.build} (the whole build, {self.partition}): {self.reason()}"
 
 
 def slowdowns(values, samples_of) -> dict[str, dict[str, dict[str, list[float]]]]:
@@ -100,7 +100,7 @@ def hosts(slow: dict) -> dict[str, Host]:
 def build_verdicts(slow: dict, hosts_: dict[str, Host], stats: dict | None
                    ) -> list[BuildVerdict]:
     """Each build's factor against its partition's host (builds of partitions with a
-    host factor and with MIN_BUILD_VALUES values)."""
+    host factor and with host.MIN_BUILD_VALUES values)."""
     out = []
     for part, by_build in slow.items():
         h = hosts_[part].factor
@@ -108,8 +108,7 @@ def build_verdicts(slow: dict, hosts_: dict[str, Host], stats: dict | None
             continue
         for build, envs in by_build.items():
             for env, xs in envs.items():
-                if len(xs) >= MIN_BUILD_VALUES:
-                    factor = host.build_factors({build: xs})[build] / h
+                if (factor := host.build_factor(xs, h)) is not None:
                     out.append(BuildVerdict(part, build, env, len(xs), factor,
                                             build_tolerance(stats, part, env)))
     return out

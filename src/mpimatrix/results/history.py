@@ -33,7 +33,6 @@ from pathlib import Path
 
 from ..atomic import atomic_write
 from . import host, steps
-from .gate_builds import MIN_BUILD_VALUES
 from .sessions import (
     build_label,
     case_name,
@@ -54,8 +53,6 @@ MIN_BUILD_STEP = 0.05
 HOST = "host"
 #: The check name of a build's series as a whole.
 WHOLE_BUILD = "(whole build)"
-#: Each point divided by its own session's host factor (else by the host's level).
-PER_SESSION = False
 
 
 @dataclass
@@ -173,22 +170,18 @@ def _slowdowns(series: list[Series]) -> dict[tuple[str, str], dict[str, list[flo
     for s in series:
         if s.unit == "%" or s.build == HOST or s.whole_build:
             continue  # overlaps are neither times nor rates
-        usual = statistics.median(p.value for p in s.points)
-        if usual <= 0 or any(p.value <= 0 for p in s.points):
-            continue
-        for p in s.points:
-            out.setdefault((p.session, s.key[0]), {}).setdefault(s.key[1], []).append(
-                host.slowdown(p.value, usual, s.higher_is_better))
+        by_session = {p.session: p.value for p in s.points}  # one point per session
+        for session, x in host.against_usual(by_session, s.higher_is_better).items():
+            out.setdefault((session, s.key[0]), {}).setdefault(s.key[1], []).append(x)
     return out
 
 
-def against_host(series: list[Series], per_session: bool = PER_SESSION) -> list[Series]:
+def against_host(series: list[Series]) -> list[Series]:
     """Each build's series judged against the host, one host series per partition (the
     sessions' host factors) and one series per build as a whole (its factor against the
-    host, gate_builds.py). With `per_session`, each point is divided by its own
-    session's host factor; else by the host's level (the mean of its factors between
-    the host's own steps), which takes a step of the whole host out but leaves the
-    session-to-session jitter."""
+    host, gate_builds.py). Each point is divided by the host's level (the mean of its
+    factors between the host's own steps), not by its own session's factor: that takes a
+    step of the whole host out but leaves the session-to-session jitter alone."""
     slow = _slowdowns(series)
     factors = {at: f for at, by_env in slow.items() if (f := host.factor(by_env))}
     starts = {p.session: p for s in series for p in s.points}
@@ -199,20 +192,19 @@ def against_host(series: list[Series], per_session: bool = PER_SESSION) -> list[
                                                   "all builds", "", "factor", "x", False))
         h.points.append(replace(starts[session], value=f, build_hash="", injected=""))
         for env, xs in slow[(session, part)].items():
-            if len(xs) >= MIN_BUILD_VALUES:
+            if (build := host.build_factor(xs, f)) is not None:
                 b = extra.setdefault((part, env), Series(
                     (part, env, WHOLE_BUILD, "factor"), names[env], WHOLE_BUILD, "", "factor",
                     "x", False, against_host=True, whole_build=True))
-                b.points.append(replace(starts[session], value=statistics.median(xs) / f))
-    levels = dict(factors)
-    if not per_session:
-        for (part, env), h in extra.items():
-            if env != HOST:
-                continue
-            bounds = [0, *sorted(c.index for c in change_points(h)), len(h.points)]
-            for a, b in itertools.pairwise(bounds):
-                level = statistics.mean(p.value for p in h.points[a:b])
-                levels.update({(p.session, part): level for p in h.points[a:b]})
+                b.points.append(replace(starts[session], value=build))
+    levels = {}
+    for (part, env), h in extra.items():
+        if env != HOST:
+            continue
+        bounds = [0, *sorted(c.index for c in change_points(h)), len(h.points)]
+        for a, b in itertools.pairwise(bounds):
+            level = statistics.mean(p.value for p in h.points[a:b])
+            levels.update({(p.session, part): level for p in h.points[a:b]})
     out = []
     for s in series:
         fs = [levels.get((p.session, s.key[0])) for p in s.points]

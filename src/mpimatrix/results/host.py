@@ -18,11 +18,22 @@ import statistics
 
 #: Builds a session and partition needs for a host factor.
 MIN_BUILDS = 3
+#: Gated time and rate values a build needs for a factor of its own (whole builds).
+MIN_BUILD_VALUES = 5
 
 
 def slowdown(value: float, usual: float, higher_is_better: bool) -> float:
     """How many times slower than usual (> 1: slower), for times and rates alike."""
     return usual / value if higher_is_better else value / usual
+
+
+def against_usual(by_session: dict[str, float], higher_is_better: bool) -> dict[str, float]:
+    """Each session's slowdown against the value's usual (its median over the
+    sessions); {} when a value is not positive (no time or rate to compare)."""
+    usual = statistics.median(by_session.values())
+    if usual <= 0 or min(by_session.values()) <= 0:
+        return {}
+    return {s: slowdown(x, usual, higher_is_better) for s, x in by_session.items()}
 
 
 def factor(slowdowns: dict[str, list[float]]) -> float | None:
@@ -35,6 +46,14 @@ def factor(slowdowns: dict[str, list[float]]) -> float | None:
 def build_factors(slowdowns: dict[str, list[float]]) -> dict[str, float]:
     """Each build's median slowdown."""
     return {b: statistics.median(v) for b, v in slowdowns.items() if v}
+
+
+def build_factor(slowdowns: list[float], host_factor: float) -> float | None:
+    """A build's factor against the host (its median slowdown over the host factor),
+    or None with fewer than MIN_BUILD_VALUES values."""
+    if len(slowdowns) < MIN_BUILD_VALUES:
+        return None
+    return statistics.median(slowdowns) / host_factor
 
 
 def against(value: float, host: float | None, higher_is_better: bool) -> float:

@@ -11,12 +11,10 @@ whole builds (gate_builds.py).
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from . import host
-from .gate_builds import MIN_BUILD_VALUES
 from .sessions import perf_values, testcases
 from .statistics import MIN_SAMPLES, best, spread
 
@@ -89,7 +87,7 @@ def against_host(acc: dict) -> tuple[dict, dict]:
     each build's times and rates against their median over the sessions, set on every
     time and rate value's Samples (percentages are judged as measured); and each
     build's factor against the host per session ({partition: {environ: {session:
-    factor}}}, builds with MIN_BUILD_VALUES values)."""
+    factor}}}, builds with host.MIN_BUILD_VALUES values)."""
     slots: dict[str, list[tuple[str, Samples]]] = defaultdict(list)
     for parts in acc.values():
         for part, envs in parts.items():
@@ -102,11 +100,8 @@ def against_host(acc: dict) -> tuple[dict, dict]:
         slow: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         for env, sm in items:
             bests = {s: best(v, sm.higher_is_better) for s, v in sm.by_session.items()}
-            usual = statistics.median(bests.values())
-            if usual <= 0 or min(bests.values()) <= 0:
-                continue
-            for s, x in bests.items():
-                slow[s][env].append(host.slowdown(x, usual, sm.higher_is_better))
+            for s, x in host.against_usual(bests, sm.higher_is_better).items():
+                slow[s][env].append(x)
         factors = {s: f for s, by_env in slow.items() if (f := host.factor(by_env))}
         if not factors:
             continue
@@ -115,9 +110,8 @@ def against_host(acc: dict) -> tuple[dict, dict]:
             sm.host = factors
         for s, f in factors.items():
             for env, xs in slow[s].items():
-                if len(xs) >= MIN_BUILD_VALUES:
-                    builds.setdefault(part, {}).setdefault(env, {})[s] = (
-                        statistics.median(xs) / f)
+                if (build := host.build_factor(xs, f)) is not None:
+                    builds.setdefault(part, {}).setdefault(env, {})[s] = build
     return hosts, builds
 
 

@@ -19,7 +19,7 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
                 tc.get("ref_key", "") for tc in testcases([current])}
     judged = gate.judge(current, confirmations, stats)
     out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
-                   STATUS[b.status], b.factor, 1.0, "x", b.line().split(": ", 1)[1], b.build)
+                   STATUS[b.status], b.factor, 1.0, "x", b.reason(), b.build)
            for b in judged.builds if b.status in (gate.REGRESSION, gate.NOISE)]
     for v in judged.verdicts:
         status = STATUS.get(v.status)
