@@ -22,9 +22,9 @@ again), or, for sessions recorded with more passes than the gate judges
 would have measured again, on every build: then every setting gets the
 confirmation it would have asked for.
 
-    python benchmarks/gate_replay.py /tmp/mm-gate3
-    python benchmarks/gate_replay.py /tmp/mm-gate5 --passes 3 --settings 0.1:4:0.5,0.1:3:0.3
-    python benchmarks/gate_replay.py /tmp/mm-gate5 --spread
+    python benchmarks/gate_replay.py /tmp/mpimatrix-gate-20261124T120000
+    python benchmarks/gate_replay.py <store> --settings 0.3:4:0.3,0.15:3:0.3
+    python benchmarks/gate_replay.py <store> --spread
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from mpimatrix.cli.bless import DEFAULT_FLOOR
 from mpimatrix.results import gate, host, references, samples
 from mpimatrix.results.sessions import (
     build_label,
@@ -48,7 +49,7 @@ from mpimatrix.results.sessions import (
     session_info,
     testcases,
 )
-from mpimatrix.results.statistics import best, spread
+from mpimatrix.results.statistics import K_SIGMA, MAX_TOLERANCE, best, spread
 
 
 def injected_of(report: dict) -> tuple[str, float] | None:
@@ -180,8 +181,9 @@ def main(argv=None) -> int:
     p.add_argument("store", type=Path, help="results store of gate_error_rates.py")
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions blessed from")
     p.add_argument("--passes", type=int, default=3, help="passes per session the gate judges")
-    p.add_argument("--settings", default="0.1:4:0.5",
-                   help="FLOOR:SPREADS:MAX,... (default: the gate's 0.1:4:0.5)")
+    gates = f"{DEFAULT_FLOOR:g}:{K_SIGMA:g}:{MAX_TOLERANCE:g}"
+    p.add_argument("--settings", default=gates,
+                   help=f"FLOOR:SPREADS:MAX,... (default: the gate's {gates})")
     p.add_argument("--spread", action="store_true", help="bless from unchanged sessions "
                    "spread over the experiment (every other one) instead of the first B")
     args = p.parse_args(argv)

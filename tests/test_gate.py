@@ -26,7 +26,7 @@ from mpimatrix.results.gate import (
     failed_first,
     verdicts,
 )
-from mpimatrix.results.statistics import modes, spread, value_stats
+from mpimatrix.results.statistics import K_SIGMA, modes, spread, value_stats
 from mpimatrix.rfm.inject import InjectError, injection_for
 
 SESSIONS = FIXTURES / "sessions"
@@ -58,7 +58,7 @@ def test_tolerance_grows_with_the_spread_and_has_a_floor():
     quiet = value_stats([100, 101, 99, 100, 102], 0.1)
     assert quiet.gated and quiet.tolerance == 0.1  # the floor
     noisy = value_stats([100, 110, 92, 104, 96], 0.1)
-    assert noisy.gated and noisy.tolerance == pytest.approx(3 * spread(noisy.samples).cv)
+    assert noisy.gated and noisy.tolerance == pytest.approx(K_SIGMA * spread(noisy.samples).cv)
     assert noisy.tolerance > 0.15
     wide = value_stats([100, 160, 60, 130, 80], 0.1)
     assert not wide.gated and "needs a tolerance" in wide.reason

@@ -6,6 +6,10 @@ Exit code 1 when a step for the worse is new (not printed by an earlier run),
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+from ..atomic import atomic_write
 from ..paths import results_dir
 from ..results import history
 from ..results.sessions import SessionError
@@ -22,9 +26,9 @@ def cmd_changes(args) -> int:
     if not series:
         raise SessionError("no performance values in the stored sessions"
                            + ("" if args.session else f" of the last {args.since}"))
-    changes = [c for s in series for c in history.change_points(s, args.pvalue)]
+    changes = history.changes_of(series, args.pvalue)
     state = results_dir() / "history" / "reported-changes.json"
-    seen = history.reported(state)
+    seen = reported(state)
     new = [c for c in changes if c.ident not in seen]
     shown = changes if args.all else new
     for c in sorted(shown, key=lambda c: (not c.worse, c.series.build, c.series.check)):
@@ -33,8 +37,20 @@ def cmd_changes(args) -> int:
     print(f"{len(series)} series over up to {points} session(s): {len(changes)} step(s), "
           f"{len(new)} new ({sum(c.worse for c in new)} for the worse)")
     if not args.dry_run:
-        history.record_reported(state, seen | {c.ident for c in changes})
+        record_reported(state, seen | {c.ident for c in changes})
     return 1 if any(c.worse for c in new) else 0
+
+
+def reported(path: Path) -> set[str]:
+    """Changes already reported by earlier runs of `mpimatrix changes`."""
+    try:
+        return set(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return set()
+
+
+def record_reported(path: Path, idents: set[str]) -> None:
+    atomic_write(path, json.dumps(sorted(idents), indent=1) + "\n")
 
 
 def register(sub) -> None:
@@ -43,7 +59,8 @@ def register(sub) -> None:
     s.add_argument("--since", default="30d", help="period of stored sessions (default 30d)")
     s.add_argument("--session", action="append", help="these stored sessions instead")
     s.add_argument("--pvalue", type=float, default=history.MAX_PVALUE,
-                   help=f"significance of a step (default {history.MAX_PVALUE})")
+                   help=f"significance of a step of a whole build or the host (default "
+                   f"{history.MAX_PVALUE}; a value's own: a tenth of it)")
     s.add_argument("--all", action="store_true", help="print every step, not only new ones")
     s.add_argument("--dry-run", action="store_true",
                    help="do not remember the steps printed as reported")

@@ -18,7 +18,9 @@ ReFrame checks each sample against its reference as it runs. When a session's
 best is outside its tolerance, `mpimatrix run` measures the test case again on
 every build (a confirmation session stored with `confirms=<uuid>`), and the
 value is a regression only if the confirmation's best, against the
-confirmation's own host factor, is still outside. The database keeps every sample.
+confirmation's own host factor, is still outside; in a build that regressed as a
+whole, the same at the value's with-build tolerance (WITH_BUILD_*). The database
+keeps every sample.
 """
 
 from __future__ import annotations
@@ -30,6 +32,18 @@ from . import host
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdowns
 from .sessions import build_label, case_name, check_label, perf_values, testcases
 from .statistics import best
+
+#: Two tests, each with its own false-alarm rate. A value alone is a regression when
+#: its best is outside its own tolerance (at least bless's floor, 30 % by default) in
+#: the session and again in the confirmation. A build as a whole (gate_builds.py, far
+#: less noisy than any value) is tested first; only in a build that regressed as a
+#: whole is each value tested again, at its smaller with-build tolerance (these many
+#: blessed robust spreads, at least this floor, at most its own tolerance). A build
+#: left alone never gets that test, so its values keep the false-alarm rate of the
+#: first, and a build slowed by 25 % gets the values that moved with it named although
+#: each value's own tolerance is wider (docs/noise.md).
+WITH_BUILD_FLOOR = 0.1
+WITH_BUILD_SIGMAS = 2.0
 
 #: Statuses, worst first.
 REGRESSION, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
@@ -56,9 +70,11 @@ class Verdict:
     host: float | None = None  # the session's host factor (None: judged as measured)
     confirm_host: float | None = None  # the confirmation's host factor
     first_failed: bool = False  # the best of the session's own samples was outside
+    with_build: bool = False  # a regression at the with-build tolerance
     key: tuple = ()
     status: str = PASS
     reason: str = ""  # why not gated (from the statistics file), when known
+    spread: float = 0.0  # blessed robust spread (CV), 0 when the statistics lack it
 
     @property
     def all_samples(self) -> list[float]:
@@ -93,18 +109,38 @@ class Verdict:
         """A gated time or rate: judged against the host (a percentage is neither)."""
         return bool(self.reference) and self.unit != "%" and self.tolerance is not None
 
-    def outside(self, value: float) -> bool:
+    @property
+    def with_build_share(self) -> float:
+        """The with-build tolerance as a share of the value's own tolerance."""
+        own = abs(self.tolerance or 0.0)
+        if not own:
+            return 1.0
+        return min(1.0, max(WITH_BUILD_FLOOR, WITH_BUILD_SIGMAS * self.spread) / own)
+
+    @property
+    def tolerance_label(self) -> str:
+        """The tolerance the value was judged at: "+30%", or "+12% with the whole
+        build, +30% alone"."""
+        if self.tolerance is None:
+            return "none"
+        if self.with_build:
+            return (f"{self.with_build_share * self.tolerance:+.0%} with the whole build, "
+                    f"{self.tolerance:+.0%} alone")
+        return f"{self.tolerance:+.0%}"
+
+    def outside(self, value: float, share: float = 1.0) -> bool:
+        """Beyond the tolerance (or the given share of it)."""
         if not self.reference:
             return False
-        if self.upper is not None and value > self.reference * (1 + self.upper):
+        if self.upper is not None and value > self.reference * (1 + share * self.upper):
             return True
-        return self.lower is not None and value < self.reference * (1 + self.lower)
+        return self.lower is not None and value < self.reference * (1 + share * self.lower)
 
     def line(self) -> str:
         size = f" at {human_size(self.size, ' ')}" if self.size is not None else ""
         what = (f"{self.build} {self.check} {self.placement} {self.quantity}{size}")
         samples = ", ".join(f"{x:.3g}" for x in self.all_samples)
-        tol = f"{self.tolerance:+.0%}" if self.tolerance is not None else "none"
+        tol = self.tolerance_label
         change = f"{self.change:+.0%}" if self.change is not None else "n/a"
         hosts = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
         against = (f" against the host (host factor {', '.join(f'{h:.2f}' for h in hosts)})"
@@ -149,7 +185,9 @@ def judge(session: dict, confirmations: list[dict] | None = None,
                     str(tc.get("placement", "")), f"{tc.get('system')}:{tc.get('partition')}",
                     pv.var, pv.quantity, pv.size, pv.unit, pv.higher_is_better, pv.ref,
                     pv.lower, pv.upper, key=k)
-                v.reason = _not_gated_reason(stats, tc, pv.var)
+                rec = _stats_record(stats, tc, pv.var)
+                v.reason = str(rec.get("reason", ""))
+                v.spread = float(rec.get("spread") or 0.0)
             v.samples.append(float(pv.value))
     confirmed: dict[tuple, list[float]] = {}
     for conf in confirmations or []:
@@ -177,11 +215,16 @@ def judge(session: dict, confirmations: list[dict] | None = None,
         h.confirm_factor = conf_hosts[part].factor
     for b in builds:
         b.confirm_factor = conf_builds.get((b.partition, b.build))
-        b.regressed_values = sum(v.status == REGRESSION for v in out.values()
-                                 if (v.partition, v.build) == (b.partition, b.build))
         b.status = (PASS if not b.first_failed else REGRESSION
                     if b.confirm_factor is None or b.confirm_factor > 1 + b.tolerance
                     else NOISE)
+    regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
+    for v in out.values():
+        if (v.partition, v.build) in regressed:
+            _with_build(v, confirmed.get(v.key, []), conf_hosts[v.partition].factor)
+    for b in builds:
+        b.regressed_values = sum(v.status == REGRESSION for v in out.values()
+                                 if (v.partition, v.build) == (b.partition, b.build))
     verdicts = sorted(out.values(), key=lambda v: (v.build, v.check, v.placement, v.var))
     return Judgement(verdicts, [first_hosts[p] for p in sorted(first_hosts)], builds)
 
@@ -201,12 +244,28 @@ def _decide(v: Verdict) -> str:
     return REGRESSION if v.outside(v.value) else NOISE
 
 
-def _not_gated_reason(stats: dict | None, tc: dict, var: str) -> str:
+def _with_build(v: Verdict, confirmation: list[float], confirm_host: float | None) -> None:
+    """A value of a build that regressed as a whole: a regression when it is outside
+    its with-build tolerance in the session and, if measured again, there too."""
+    share = v.with_build_share
+    if v.status not in (PASS, NOISE) or not v.host_judged or not v.outside(v.first, share):
+        return
+    if confirmation:
+        again = host.against(best(confirmation, v.higher_is_better), confirm_host,
+                             v.higher_is_better)
+        if not v.outside(again, share):
+            return
+        v.confirmation, v.confirm_host = confirmation, confirm_host
+    v.status, v.with_build = REGRESSION, True
+
+
+def _stats_record(stats: dict | None, tc: dict, var: str) -> dict:
+    """What bless wrote about the value in the statistics file ({} when nothing)."""
     cls = tc["name"].split()[0]
     part = f"{tc.get('system')}:{tc.get('partition')}"
     entry = ((((stats or {}).get(cls) or {}).get(part) or {}).get(tc.get("environ")) or {})
     rec = (entry.get(tc.get("ref_key")) or {}).get(var) or {}
-    return rec.get("reason", "") if isinstance(rec, dict) else ""
+    return rec if isinstance(rec, dict) else {}
 
 
 def failed_first(session: dict, stats: dict | None = None) -> list[dict]:
@@ -219,3 +278,4 @@ def failed_first(session: dict, stats: dict | None = None) -> list[dict]:
     return [tc for tc in testcases([session])
             if any(_key(tc, pv.var) in failed for pv in perf_values(tc))
             or (f"{tc.get('system')}:{tc.get('partition')}", build_label(tc)) in builds]
+

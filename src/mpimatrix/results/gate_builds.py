@@ -70,7 +70,7 @@ class BuildVerdict:
                 if self.confirm_factor is not None else "")
         return (f"{self.factor - 1:+.0%} against the host (median over its {self.values} "
                 f"gated values{conf}; tolerance +{self.tolerance:.0%}); "
-                f"{self.regressed_values} of its values outside their own tolerance")
+                f"{self.regressed_values} of its values named with it")
 
     def line(self) -> str:
         return f"REGRESSION {self.build} (the whole build, {self.partition}): {self.reason()}"

@@ -20,18 +20,22 @@ host's level (the mean factor between the host's steps): a step of the whole
 host is taken out of every build's series, and one build's step stays in its
 own. With fewer than three builds in a session and partition, the points are
 judged as measured.
+
+As in the gate, a whole build is tested before its values. A value's series is
+searched for steps of its own only at a tenth of the p-value (LONE_PVALUE_SHARE):
+with some 80 value series per partition, 0.01 each let 4 of 52 untouched series of a
+recorded 12-session history report a step of the machine's own. Where the build as a
+whole stepped, each of its values is tested at that session (steps.moved_at) and
+named when it moved the same way, by MIN_BUILD_STEP, at WITH_BUILD_PVALUE.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import statistics
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from ..atomic import atomic_write
 from . import host, steps
 from .sessions import (
     build_label,
@@ -42,13 +46,18 @@ from .sessions import (
     testcases,
 )
 from .statistics import best
-from .steps import MAX_PVALUE, MIN_SEGMENT  # noqa: F401  (the history's settings)
+from .steps import MAX_PVALUE, MIN_SEGMENT
 
 #: A series needs this many sessions before any step can be found.
 MIN_POINTS = 5
 #: The smallest step of a value or of the host, and of a whole build, reported.
 MIN_STEP = 0.1
 MIN_BUILD_STEP = 0.05
+#: A value's own steps: significant at this share of the p-value of a build's or the host's.
+LONE_PVALUE_SHARE = 0.1
+#: A value moved with its build's step: one-sided rank test at this p-value (tested only
+#: where the whole build stepped, so the builds left alone never see it).
+WITH_BUILD_PVALUE = 0.05
 #: The build name of the host series.
 HOST = "host"
 #: The check name of a build's series as a whole.
@@ -242,16 +251,49 @@ def min_step(series: Series) -> float:
 
 def all_changes(sessions: list[dict], max_pvalue: float = MAX_PVALUE) -> list[Change]:
     """The steps of every build's series against the host, and of the host."""
-    return [c for s in against_host(series_of(sessions)) for c in change_points(s, max_pvalue)]
+    return changes_of(against_host(series_of(sessions)), max_pvalue)
 
 
-def reported(path: Path) -> set[str]:
-    """Changes already reported by earlier runs of `mpimatrix changes`."""
-    try:
-        return set(json.loads(path.read_text()))
-    except (OSError, ValueError):
-        return set()
+def changes_of(series: list[Series], max_pvalue: float = MAX_PVALUE) -> list[Change]:
+    """The host's and each whole build's steps; each value's steps with its build's
+    (moved_with), and its own at LONE_PVALUE_SHARE of the p-value elsewhere."""
+    builds = {s.key[:2]: change_points(s, max_pvalue) for s in series if s.whole_build}
+    out = [c for s in series if s.build == HOST for c in change_points(s, max_pvalue)]
+    out += [c for cs in builds.values() for c in cs]
+    for s in series:
+        if s.whole_build or s.build == HOST:
+            continue
+        mine = builds.get(s.key[:2], [])
+        moved = [c for step in mine if (c := moved_with(s, step, mine))]
+        # near a step of its build, a value's step is that step (located a session off)
+        near = [step.point.time for step in mine]
+        out += moved + [c for c in change_points(s, LONE_PVALUE_SHARE * max_pvalue)
+                        if not any(_within(s, c.index, t) for t in near)]
+    return out
 
 
-def record_reported(path: Path, idents: set[str]) -> None:
-    atomic_write(path, json.dumps(sorted(idents), indent=1) + "\n")
+def _within(series: Series, index: int, time: float) -> bool:
+    """The point at index is fewer than MIN_SEGMENT points from the session at time."""
+    at = next((k for k, p in enumerate(series.points) if p.time >= time), len(series.points))
+    return abs(index - at) < MIN_SEGMENT
+
+
+def moved_with(series: Series, step: Change, build_steps: list[Change]) -> Change | None:
+    """The value's step at its whole build's step, when it moved the same way, by
+    MIN_BUILD_STEP at least, between the build's neighbouring steps (sessions matched
+    by their start: a value may be missing from some)."""
+    at, times = step.point.time, [p.time for p in series.points]
+    others = [c.point.time for c in build_steps if c is not step]
+    start = max([float("-inf"), *(t for t in others if t < at)])
+    end = min([float("inf"), *(t for t in others if t > at)])
+    part = [k for k, t in enumerate(times) if start <= t < end]
+    index = next((k for k in part if times[k] >= at), None)
+    if series.unit == "%" or index is None or not part[0] < index:
+        return None
+    upward = step.worse != series.higher_is_better  # slower: times up, rates down
+    pvalue, before, after = steps.moved_at([series.points[k].value for k in part],
+                                           index - part[0], upward)
+    change = Change(series, index, before, after, pvalue)
+    if pvalue > WITH_BUILD_PVALUE or abs(change.change) < MIN_BUILD_STEP:
+        return None
+    return change if change.worse == step.worse else None

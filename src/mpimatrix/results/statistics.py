@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass, field
 MAD_TO_SIGMA = 1.4826
 #: The tolerance is this many robust standard deviations (relative to the median),
 #: at least the floor: a best beyond it starts a confirmation, and a value is a
-#: regression only when the confirmation agrees. Replayed on 24 recorded sessions of
-#: this 2-core VM (docs/noise.md), 3 spreads with a 15 % floor gave 1.0 % false alarms
-#: per value, 4 spreads no fewer.
-K_SIGMA = 3.0
+#: regression only when the confirmation agrees. With the 30 % floor and maximum
+#: (bless.DEFAULT_FLOOR) it decides which values are gated: robust CV up to 7.5 %.
+K_SIGMA = 4.0
 #: Fewer samples than this cannot tell noise from a value: reported, not gated.
 MIN_SAMPLES = 3
 #: A value whose tolerance would exceed this cannot detect a real regression.

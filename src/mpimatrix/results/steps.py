@@ -1,9 +1,12 @@
 """Steps in a series of numbers: Apache Otava's E-Divisive means with a Student
 t-test on each candidate (the method of MongoDB's Hunter, "Using Change Point
 Detection to Hunt for Performance Regressions", ICPE 2023), with Otava's merge
-step redone here (_merge says why)."""
+step redone here (_merge says why); and a test of whether a series moved at a step
+already found elsewhere (moved_at)."""
 
 from __future__ import annotations
+
+import statistics
 
 #: Significance of a step (two-sided t-test of the points before and after it).
 MAX_PVALUE = 0.01
@@ -69,3 +72,15 @@ def _located(tester, cps: list, values: list[float], bounds: list[int]) -> list:
         if tried:
             out[k] = min(tried, key=lambda cp: (cp.stats.pvalue, -cp.stats.change_magnitude()))
     return out
+
+
+def moved_at(values: list[float], index: int, upward: bool) -> tuple[float, float, float]:
+    """(p-value, median before, median after) of a step at a known index: a one-sided
+    Mann-Whitney rank test that the points from index on are higher (upward) or lower
+    than the points before it. Ranks, not means: one odd session of a single value
+    (2-4x on a shared node) must not hide a step the others show."""
+    from scipy.stats import mannwhitneyu  # Otava's own dependency
+
+    before, after = values[:index], values[index:]
+    test = mannwhitneyu(before, after, alternative="less" if upward else "greater")
+    return float(test.pvalue), statistics.median(before), statistics.median(after)

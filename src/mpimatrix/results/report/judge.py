@@ -28,12 +28,11 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
         if status == "not_gated":
             reason = v.reason or "the reference has no tolerance"
         else:
-            tol = f"{v.tolerance:+.0%}" if v.tolerance is not None else "none"
             samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
             against = f" against the host (factor {v.host:.2f})" if v.host else ""
             reason = (f"best of {len(v.all_samples)} sample(s) [{samples}]{against} "
                       f"{'outside' if status == 'regression' else 'within'} the tolerance "
-                      f"{tol}")
+                      f"{v.tolerance_label}")
         out.append(Verdict(v.partition, v.environ,
                            ref_keys.get((v.environ, v.check, v.placement), ""), v.var, status,
                            v.value, v.reference, v.unit, reason, v.build))
