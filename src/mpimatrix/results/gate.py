@@ -12,7 +12,8 @@ Where a partition ran three or more builds, each value is judged against the hos
 (host.py): divided by the session's host factor, so that a host running 20 %
 slow for an hour moves no verdict, while one build's slowdown stays its own. A
 slow host is reported on its own line (the machine, not a build), and each build
-as a whole gets a verdict too (gate_builds.py).
+as a whole gets a verdict too (gate_builds.py), against the least-slowed build, as
+are the values of a build that regressed as a whole.
 
 ReFrame checks each sample against its reference as it runs. When a session's
 best is outside its tolerance, `mpimatrix run` measures the test case again on
@@ -199,7 +200,7 @@ def judge(session: dict, confirmations: list[dict] | None = None,
     first_hosts = hosts(slow)
     builds = build_verdicts(slow, first_hosts, stats)
     for v in out.values():
-        v.host = first_hosts[v.partition].factor if v.host_judged else None
+        v.host = host.judging(first_hosts[v.partition].factor) if v.host_judged else None
         v.first_failed = bool(v.samples) and v.outside(v.first)
     # the confirmation: its own host factors and build factors, from what it measured
     again = slowdowns(out.values(), lambda v: confirmed.get(v.key, []))
@@ -209,7 +210,7 @@ def judge(session: dict, confirmations: list[dict] | None = None,
     for v in out.values():
         if v.first_failed and v.key in confirmed:
             v.confirmation = confirmed[v.key]
-            v.confirm_host = conf_hosts[v.partition].factor
+            v.confirm_host = host.judging(conf_hosts[v.partition].factor)
         v.status = _decide(v)
     for part, h in first_hosts.items():
         h.confirm_factor = conf_hosts[part].factor
@@ -221,7 +222,8 @@ def judge(session: dict, confirmations: list[dict] | None = None,
     regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
     for v in out.values():
         if (v.partition, v.build) in regressed:
-            _with_build(v, confirmed.get(v.key, []), conf_hosts[v.partition].factor)
+            _with_build(v, confirmed.get(v.key, []), first_hosts[v.partition].least,
+                        conf_hosts[v.partition].least)
     for b in builds:
         b.regressed_values = sum(v.status == REGRESSION for v in out.values()
                                  if (v.partition, v.build) == (b.partition, b.build))
@@ -244,18 +246,25 @@ def _decide(v: Verdict) -> str:
     return REGRESSION if v.outside(v.value) else NOISE
 
 
-def _with_build(v: Verdict, confirmation: list[float], confirm_host: float | None) -> None:
-    """A value of a build that regressed as a whole: a regression when it is outside
-    its with-build tolerance in the session and, if measured again, there too."""
+def _with_build(v: Verdict, confirmation: list[float], least: float | None,
+                confirm_least: float | None) -> None:
+    """A value of a build that regressed as a whole: a regression when, against the
+    least-slowed build as the build was, it is outside its with-build tolerance in
+    the session and, if measured again, there too."""
     share = v.with_build_share
-    if v.status not in (PASS, NOISE) or not v.host_judged or not v.outside(v.first, share):
+    if v.status not in (PASS, NOISE) or not v.host_judged:
+        return
+    first = host.against(best(v.samples, v.higher_is_better), host.judging(least),
+                         v.higher_is_better)
+    if not v.outside(first, share):
         return
     if confirmation:
-        again = host.against(best(confirmation, v.higher_is_better), confirm_host,
-                             v.higher_is_better)
+        again = host.against(best(confirmation, v.higher_is_better),
+                             host.judging(confirm_least), v.higher_is_better)
         if not v.outside(again, share):
             return
-        v.confirmation, v.confirm_host = confirmation, confirm_host
+    v.host, v.confirmation = host.judging(least), confirmation
+    v.confirm_host = host.judging(confirm_least) if confirmation else None
     v.status, v.with_build = REGRESSION, True
 
 

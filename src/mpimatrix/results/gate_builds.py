@@ -1,7 +1,7 @@
 """The gate above single values: the host of each partition, and each build as a whole.
 
 A build's factor is the median over its gated time and rate values of how much
-slower than its reference each ran (host.py), against the host factor. It has far
+slower than its reference each ran (host.py), against the least-slowed build. It has far
 less noise than any one value: on this project's 2-core VM the builds left alone
 stayed within -7 % .. +1 % of their references against the host while single values
 moved by 10-30 %, so a build slowed by 10-25 % everywhere is found even where its
@@ -33,6 +33,7 @@ class Host:
     partition: str
     factor: float | None
     builds: dict[str, float]  # each build's median slowdown (not against the host)
+    least: float | None = None  # the least-slowed build's (builds are judged against it)
     confirm_factor: float | None = None
 
     @property
@@ -68,8 +69,8 @@ class BuildVerdict:
     def reason(self) -> str:
         conf = (f"; measured again {self.confirm_factor - 1:+.0%}"
                 if self.confirm_factor is not None else "")
-        return (f"{self.factor - 1:+.0%} against the host (median over its {self.values} "
-                f"gated values{conf}; tolerance +{self.tolerance:.0%}); "
+        return (f"{self.factor - 1:+.0%} against the least-slowed build (median over "
+                f"its {self.values} gated values{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values named with it")
 
     def line(self) -> str:
@@ -93,17 +94,17 @@ def hosts(slow: dict) -> dict[str, Host]:
     out = {}
     for part, by_build in slow.items():
         flat = {b: [x for xs in envs.values() for x in xs] for b, envs in by_build.items()}
-        out[part] = Host(part, host.factor(flat), host.build_factors(flat))
+        out[part] = Host(part, host.factor(flat), host.build_factors(flat), host.least(flat))
     return out
 
 
 def build_verdicts(slow: dict, hosts_: dict[str, Host], stats: dict | None
                    ) -> list[BuildVerdict]:
-    """Each build's factor against its partition's host (builds of partitions with a
-    host factor and with host.MIN_BUILD_VALUES values)."""
+    """Each build's factor against its partition's least-slowed build (builds of
+    partitions with a host factor and with host.MIN_BUILD_VALUES values)."""
     out = []
     for part, by_build in slow.items():
-        h = hosts_[part].factor
+        h = host.judging(hosts_[part].least)
         if h is None:
             continue
         for build, envs in by_build.items():

@@ -19,7 +19,7 @@ from .sessions import perf_values, testcases
 from .statistics import MIN_SAMPLES, best, spread
 
 #: The smallest tolerance of the verdict on a whole build.
-BUILD_FLOOR = 0.05
+BUILD_FLOOR = 0.08
 
 
 @dataclass
@@ -86,8 +86,9 @@ def against_host(acc: dict) -> tuple[dict, dict]:
     """Each session's host factor per partition ({partition: {session: factor}}), from
     each build's times and rates against their median over the sessions, set on every
     time and rate value's Samples (percentages are judged as measured); and each
-    build's factor against the host per session ({partition: {environ: {session:
-    factor}}}, builds with host.MIN_BUILD_VALUES values)."""
+    build's factor against the least-slowed build per session, as the gate judges
+    builds ({partition: {environ: {session: factor}}}, builds with
+    host.MIN_BUILD_VALUES values)."""
     slots: dict[str, list[tuple[str, Samples]]] = defaultdict(list)
     for parts in acc.values():
         for part, envs in parts.items():
@@ -108,9 +109,10 @@ def against_host(acc: dict) -> tuple[dict, dict]:
         hosts[part] = factors
         for _, sm in items:
             sm.host = factors
-        for s, f in factors.items():
+        for s in factors:
+            least = host.least(slow[s])
             for env, xs in slow[s].items():
-                if (build := host.build_factor(xs, f)) is not None:
+                if (build := host.build_factor(xs, least)) is not None:
                     builds.setdefault(part, {}).setdefault(env, {})[s] = build
     return hosts, builds
 
