@@ -89,7 +89,10 @@ def scheduled(i: int, injected: bool, builds: list[str], levels: list[float]):
     in turn shifted by one every round of builds, so every build gets every level."""
     if not injected:
         return "", 0.0, ""
-    build, level = builds[i % len(builds)], levels[(i + i // len(builds)) % len(levels)]
+    # round r = i // len(builds) shifts the levels by r: (i + r) gave build b the level
+    # 4r + b, the same one in every round when the builds are 3 and the levels 2
+    turn, rnd = i % len(builds), i // len(builds)
+    build, level = builds[turn], levels[(turn + rnd) % len(levels)]
     return build, level, f"^{re.escape(build)}$:clock={level}"
 
 

@@ -56,7 +56,7 @@ class BuildVerdict:
     build: str
     environ: str
     values: int  # gated time and rate values of the build
-    factor: float  # median slowdown against the host
+    factor: float  # median slowdown against the least-slowed build (host.judging)
     tolerance: float
     confirm_factor: float | None = None
     regressed_values: int = 0

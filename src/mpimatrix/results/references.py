@@ -3,7 +3,7 @@
 Per value: the samples of samples.py (one per session, its best pass, against
 the host); then the median, a robust spread, the number of samples, and a
 tolerance derived from the spread with a floor (statistics.py). Each build's
-factor against the host over the sessions gives the tolerance of the verdict on
+factor against the least-slowed build over the sessions gives the tolerance of the verdict on
 the whole build (`$builds` in the statistics file).
 Times get an upper tolerance only (slower is a regression), rates and
 percentages a lower one. A value too noisy to gate is written with unbounded

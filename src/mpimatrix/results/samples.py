@@ -4,7 +4,7 @@ One sample per session and value, the best of its passes (the gate judges a sess
 by the same statistic), or every pass when fewer than MIN_SAMPLES sessions have the
 value (one site-acceptance session of 3 passes). Where three or more builds ran,
 each session's samples are divided by its host factor (host.py), as the gate
-judges them, and each build's factor against the host is kept for the verdict on
+judges them, and each build's factor against the least-slowed build is kept for the verdict on
 whole builds (gate_builds.py).
 """
 
