@@ -100,7 +100,8 @@ def test_one_slow_build_is_found_on_a_slow_host_and_the_others_stay_clean(blesse
     assert line.startswith(f"REGRESSION {VICTIM} (the whole build, local:default): +"), line
     assert j.regressions[0] == line
     flagged = [v for v in j.verdicts if v.build == VICTIM and v.status == gate.REGRESSION]
-    assert flagged and all("against the host (host factor" in v.line() for v in flagged)
+    assert flagged and all(("against the least-slowed build (factor" if v.with_build
+                            else "against the host (host factor") in v.line() for v in flagged)
 
 
 def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_whole(
@@ -210,6 +211,7 @@ def test_values_that_moved_with_a_regressed_build_are_named_with_it(blessed_wide
         assert v.outside(v.value, v.with_build_share) and not v.outside(v.value)
         assert v.confirmation, "judged on its confirmation too"
         assert f"with the whole build, {v.tolerance:+.0%} alone)" in v.line(), v.line()
+        assert " against the least-slowed build (factor " in v.line(), v.line()
     assert v.with_build_share * DEFAULT_FLOOR >= gate.WITH_BUILD_FLOOR
 
 

@@ -129,6 +129,13 @@ class Verdict:
                     f"{self.tolerance:+.0%} alone")
         return f"{self.tolerance:+.0%}"
 
+    @property
+    def judged_against(self) -> str:
+        """What the value was divided by, for its line: the host factor, or for a value
+        named with its build the least-slowed build's factor."""
+        return ("against the least-slowed build (factor" if self.with_build
+                else "against the host (host factor")
+
     def outside(self, value: float, share: float = 1.0) -> bool:
         """Beyond the tolerance (or the given share of it)."""
         if not self.reference:
@@ -144,7 +151,7 @@ class Verdict:
         tol = self.tolerance_label
         change = f"{self.change:+.0%}" if self.change is not None else "n/a"
         hosts = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
-        against = (f" against the host (host factor {', '.join(f'{h:.2f}' for h in hosts)})"
+        against = (f" {self.judged_against} {', '.join(f'{h:.2f}' for h in hosts)})"
                    if hosts else "")
         return (f"REGRESSION {what}: {change}{against} (best of {len(self.all_samples)} "
                 f"sample(s) [{samples}] {self.unit} vs reference {self.reference:.3g} "

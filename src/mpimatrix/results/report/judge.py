@@ -29,7 +29,7 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
             reason = v.reason or "the reference has no tolerance"
         else:
             samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
-            against = f" against the host (factor {v.host:.2f})" if v.host else ""
+            against = f" {v.judged_against} {v.host:.2f})" if v.host else ""
             reason = (f"best of {len(v.all_samples)} sample(s) [{samples}]{against} "
                       f"{'outside' if status == 'regression' else 'within'} the tolerance "
                       f"{v.tolerance_label}")
