@@ -229,8 +229,9 @@ def judge(session: dict, confirmations: list[dict] | None = None,
     regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
     for v in out.values():
         if (v.partition, v.build) in regressed:
-            _with_build(v, confirmed.get(v.key, []), first_hosts[v.partition].least,
-                        conf_hosts[v.partition].least)
+            _with_build(v, confirmed.get(v.key, []),
+                        host.judging(first_hosts[v.partition].least),
+                        host.judging(conf_hosts[v.partition].least))
     for b in builds:
         b.regressed_values = sum(v.status == REGRESSION for v in out.values()
                                  if (v.partition, v.build) == (b.partition, b.build))
@@ -255,23 +256,19 @@ def _decide(v: Verdict) -> str:
 
 def _with_build(v: Verdict, confirmation: list[float], least: float | None,
                 confirm_least: float | None) -> None:
-    """A value of a build that regressed as a whole: a regression when, against the
-    least-slowed build as the build was, it is outside its with-build tolerance in
-    the session and, if measured again, there too."""
-    share = v.with_build_share
+    """A value of a build that regressed as a whole: a regression when, divided by the
+    least-slowed build's factor as the build was (never below 1), it is outside its
+    with-build tolerance in the session and, if measured again, there too."""
     if v.status not in (PASS, NOISE) or not v.host_judged:
         return
-    first = host.against(best(v.samples, v.higher_is_better), host.judging(least),
-                         v.higher_is_better)
-    if not v.outside(first, share):
+    share, hib = v.with_build_share, v.higher_is_better
+    if not v.outside(host.against(best(v.samples, hib), least, hib), share):
         return
-    if confirmation:
-        again = host.against(best(confirmation, v.higher_is_better),
-                             host.judging(confirm_least), v.higher_is_better)
-        if not v.outside(again, share):
-            return
-    v.host, v.confirmation = host.judging(least), confirmation
-    v.confirm_host = host.judging(confirm_least) if confirmation else None
+    if confirmation and not v.outside(host.against(best(confirmation, hib), confirm_least,
+                                                   hib), share):
+        return
+    v.host, v.confirmation = least, confirmation
+    v.confirm_host = confirm_least if confirmation else None
     v.status, v.with_build = REGRESSION, True
 
 
@@ -294,4 +291,3 @@ def failed_first(session: dict, stats: dict | None = None) -> list[dict]:
     return [tc for tc in testcases([session])
             if any(_key(tc, pv.var) in failed for pv in perf_values(tc))
             or (f"{tc.get('system')}:{tc.get('partition')}", build_label(tc)) in builds]
-

@@ -33,8 +33,13 @@ class Host:
     partition: str
     factor: float | None
     builds: dict[str, float]  # each build's median slowdown (not against the host)
-    least: float | None = None  # the least-slowed build's (builds are judged against it)
     confirm_factor: float | None = None
+
+    @property
+    def least(self) -> float | None:
+        """The least-slowed build's median slowdown (builds are judged against it), where
+        there is a host factor (host.least)."""
+        return min(self.builds.values()) if self.factor is not None else None
 
     @property
     def slow(self) -> bool:
@@ -94,7 +99,7 @@ def hosts(slow: dict) -> dict[str, Host]:
     out = {}
     for part, by_build in slow.items():
         flat = {b: [x for xs in envs.values() for x in xs] for b, envs in by_build.items()}
-        out[part] = Host(part, host.factor(flat), host.build_factors(flat), host.least(flat))
+        out[part] = Host(part, host.factor(flat), host.build_factors(flat))
     return out
 
 
