@@ -249,7 +249,10 @@ def test_a_value_named_with_its_build_is_judged_on_session_and_confirmation_toge
     alone = (0.63 / 1.004 / 0.47, 0.555 / 1.083 / 0.47)
     assert alone[1] < 1 + gate.WITH_BUILD_FLOOR
     assert named.change == pytest.approx(statistics.geometric_mean(alone) - 1)
-    assert named.confirm_host == 1.083 and "[0.63, 1.09, 0.555, 0.6]" in named.line()
+    assert named.confirm_host == 1.083 and ("(geometric mean of the session's and the "
+                                            "confirmation's best, 4 sample(s) [0.63, 1.09, "
+                                            "0.555, 0.6] us vs reference 0.47 us"
+                                            in named.line()), named.line()
     assert "+10% with the whole build, +30% alone" in named.line(), named.line()
     for session, again in ((0.47 * 1.15 * 1.004, 0.47 * 0.95), (0.47, 0.47)):
         left = with_build_candidate(session, again)

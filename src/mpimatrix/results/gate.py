@@ -144,6 +144,14 @@ class Verdict:
         return f"{self.tolerance:+.0%}"
 
     @property
+    def basis(self) -> str:
+        """What the judged value is made of, for its line."""
+        n = len(self.all_samples)
+        if self.with_build and self.confirmation:
+            return f"geometric mean of the session's and the confirmation's best, {n} sample(s)"
+        return f"best of {n} sample(s)"
+
+    @property
     def judged_against(self) -> str:
         """What the value was divided by, for its line: the host factor, or for a value
         named with its build the least-slowed build's factor."""
@@ -167,8 +175,8 @@ class Verdict:
         hosts = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
         against = (f" {self.judged_against} {', '.join(f'{h:.2f}' for h in hosts)})"
                    if hosts else "")
-        return (f"REGRESSION {what}: {change}{against} (best of {len(self.all_samples)} "
-                f"sample(s) [{samples}] {self.unit} vs reference {self.reference:.3g} "
+        return (f"REGRESSION {what}: {change}{against} ({self.basis} "
+                f"[{samples}] {self.unit} vs reference {self.reference:.3g} "
                 f"{self.unit}, tolerance {tol})")
 
 

@@ -30,7 +30,7 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
         else:
             samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
             against = f" {v.judged_against} {v.host:.2f})" if v.host else ""
-            reason = (f"best of {len(v.all_samples)} sample(s) [{samples}]{against} "
+            reason = (f"{v.basis} [{samples}]{against} "
                       f"{'outside' if status == 'regression' else 'within'} the tolerance "
                       f"{v.tolerance_label}")
         out.append(Verdict(v.partition, v.environ,
