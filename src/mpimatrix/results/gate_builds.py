@@ -20,8 +20,8 @@ from .statistics import best
 
 #: Every build this much slower than its references at once: reported (the machine).
 HOST_TOLERANCE = 0.1
-#: A build's tolerance when the statistics file has none for it.
-DEFAULT_BUILD_TOLERANCE = 0.1
+#: A build's tolerance when the statistics file has none for it (samples.BUILD_FLOOR).
+DEFAULT_BUILD_TOLERANCE = 0.15
 #: The key of the build statistics in the statistics file.
 BUILDS_KEY = "$builds"
 
