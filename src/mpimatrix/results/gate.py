@@ -1,12 +1,8 @@
 """The regression gate: which performance values of a session are regressions.
 
-A session's value is the best of its samples (the smallest time, the largest
-rate): on a shared node, noise only ever adds time, so the best of a few
-interleaved passes (`--mode nightly` and `compare` run 3) moves far less between
-sessions than any one sample does, while a real slowdown moves every sample,
-the best included. On this 2-core VM the robust spread between sessions of
-the quick catalogue's values (median over the values) was 17.8 % for one pass
-and 4.9 % for the best of 3 (docs/noise.md). Values are blessed the same way (references.py).
+A session's value is the best of its samples (the smallest time, the largest rate):
+noise on a shared node only adds time, so the best of 3 interleaved passes moved 4.9 %
+between sessions here against 17.8 % for one pass (docs/noise.md). Bless does the same.
 
 Where a partition ran three or more builds, each value is judged against the host
 (host.py): divided by the session's host factor, so that a host running 20 %
@@ -15,13 +11,11 @@ slow host is reported on its own line (the machine, not a build), and each build
 as a whole gets a verdict too (gate_builds.py), against the least-slowed build, as
 are the values of a build that regressed as a whole.
 
-ReFrame checks each sample against its reference as it runs. When a session's
-best is outside its tolerance, `mpimatrix run` measures the test case again on
-every build (a confirmation session stored with `confirms=<uuid>`), and the
-value is a regression only if the confirmation's best, against the
-confirmation's own host factor, is still outside; in a build that regressed as a
-whole, when the two together (their geometric mean) are outside the value's
-with-build tolerance (WITH_BUILD_*). The database keeps every sample.
+ReFrame checks each sample against its reference as it runs. When a session's best is
+outside its tolerance, `mpimatrix run` measures the test case again on every build (a
+confirmation session stored with `confirms=<uuid>`), and the value is a regression only
+if the confirmation's best, against its own host factor, is still outside (in a build
+that regressed as a whole: WITH_BUILD_*). The database keeps every sample.
 """
 
 from __future__ import annotations
@@ -35,19 +29,13 @@ from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdowns
 from .sessions import build_label, case_name, check_label, perf_values, testcases
 from .statistics import best
 
-#: Two tests, each with its own false-alarm rate. A value alone is a regression when
-#: its best is outside its own tolerance (at least bless's floor, 30 % by default) in
-#: the session and again in the confirmation. A build as a whole (gate_builds.py, far
-#: less noisy than any value) is tested first; only in a build that regressed as a
-#: whole is each value tested again, at its smaller with-build tolerance (these many
-#: blessed robust spreads, at least this floor, at most its own tolerance). A build
-#: left alone never gets that test, so its values keep the false-alarm rate of the
-#: first, and a build slowed by 25 % gets the values that moved with it named although
-#: each value's own tolerance is wider (docs/noise.md). That test pools the session and
-#: the confirmation (the geometric mean of their bests): an IMB value also has fast and
-#: slow states of its own (8 B PingPong 0.12-0.18 us here, printed to 0.01 us), and
-#: requiring each of the two to be outside missed 7 of 78 values of a build slowed by
-#: 25 % (one measured +33 %, then +10 % in a confirmation where every build ran 8 % slow).
+#: Two tests, each with its own false-alarm rate. A value alone: outside its own
+#: tolerance (at least bless's floor, 30 %) in the session and in the confirmation. A
+#: build as a whole (gate_builds.py) first; only in a build that regressed as a whole
+#: each value again, at its with-build tolerance (these many blessed spreads, at least
+#: this floor, at most its own tolerance), on the geometric mean of its session and
+#: confirmation bests: a value has fast and slow states of its own, and requiring each
+#: outside missed 7 of 78 values of a build slowed by 25 % (docs/noise.md).
 WITH_BUILD_FLOOR = 0.1
 WITH_BUILD_SIGMAS = 2.0
 
