@@ -3,12 +3,21 @@
 #   system packages (apt, only as root; otherwise says what to install),
 #   .venv       the project with ReFrame (pinned in pyproject.toml),
 #   .venv-mpi/  the PyPI MPI wheels, one venv each (pins in src/mpimatrix/pypi_mpis.py).
-# Usage: scripts/setup.sh [--cluster]   (--cluster: also Slurm + munge for the emulated cluster)
+# Usage: scripts/setup.sh [--cluster] [--spack]
+#   --cluster: also Slurm + munge for the emulated cluster
+#   --spack:   also what Spack builds the kit's MVAPICH2 and benchmarks with (compilers,
+#              autotools, and the libraries the debian-local overlay names as externals)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs="openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make python3-venv"
-[ "${1:-}" = "--cluster" ] && pkgs="$pkgs slurm-wlm munge libpmix2 iproute2 util-linux"
+for arg in "$@"; do
+    case $arg in
+        --cluster) pkgs="$pkgs slurm-wlm munge libpmix2 iproute2 util-linux" ;;
+        --spack) pkgs="$pkgs g++ gfortran git patch xz-utils bzip2 autoconf automake libtool bison flex libpciaccess-dev libxml2-dev zlib1g-dev pkg-config" ;;
+        *) echo "setup: unknown option $arg (use --cluster, --spack)" >&2; exit 2 ;;
+    esac
+done
 
 missing=""
 for p in $pkgs; do

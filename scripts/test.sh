@@ -3,6 +3,23 @@
 # Extra arguments go to pytest, e.g. -k imb or -m 'not cluster'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "$(id -u)" = 0 ]; then scripts/setup.sh --cluster; else scripts/setup.sh; fi
+# The offline kit (an air-gapped site's mirror: Spack, its packages, benchmark and
+# MVAPICH2 sources), if present beside the project or named by MPIMATRIX_OFFLINE_KIT:
+# Spack is cloned from it into the user cache (reused by later runs), with a Python
+# for Spack with clingo, and its sources go into the project's Spack mirror. Without
+# it the Spack tests skip, saying why.
+kit=""
+for k in "${MPIMATRIX_OFFLINE_KIT:-}" ../shared/offline; do
+    if [ -n "$k" ] && [ -d "$k/git" ]; then kit=$(cd "$k" && pwd); break; fi
+done
+setup_args=""
+[ "$(id -u)" = 0 ] && setup_args="--cluster"
+[ -n "$kit" ] && setup_args="$setup_args --spack"
+scripts/setup.sh $setup_args
+if [ -n "$kit" ]; then
+    eval "$(.venv/bin/mpimatrix spack get --kit "$kit" --print-env)"
+    export MPIMATRIX_SPACK_SITE=debian-local MPIMATRIX_OFFLINE_KIT="$kit"
+    .venv/bin/mpimatrix spack setup --kit "$kit"
+fi
 .venv/bin/ruff check src tests reframe_checks site_config benchmarks
 exec .venv/bin/pytest "$@"

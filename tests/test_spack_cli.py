@@ -6,6 +6,8 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -87,6 +89,7 @@ def test_mirror_add_uses_spack_layout(tmp_path, capsys):
 
 def test_locate_without_spack_says_how_to_get_it(monkeypatch, tmp_path, capsys):
     monkeypatch.delenv("SPACK_ROOT", raising=False)
+    monkeypatch.setenv("MPIMATRIX_USER_CACHE", str(tmp_path / "cache"))  # no `spack get`
     monkeypatch.setenv("PATH", str(tmp_path))
     assert cli.main(["spack", "locate"]) == 1
     err = capsys.readouterr().err
@@ -127,6 +130,8 @@ def test_get_clones_the_pinned_tags_when_no_spack(monkeypatch, tmp_path, capsys)
     monkeypatch.setenv("MPIMATRIX_PACKAGES_GIT",
                        _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
     monkeypatch.delenv("SPACK_ROOT", raising=False)
+    monkeypatch.setenv("MPIMATRIX_USER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPACK_PYTHON", sys.executable)  # no clingo venv made here
     monkeypatch.setenv("PATH", f"{tmp_path / 'nothing'}:/usr/bin:/bin")
     dest = tmp_path / "site" / "spack"
     assert cli.main(["spack", "get", "--dest", str(dest)]) == 0
@@ -141,3 +146,66 @@ def test_get_clones_the_pinned_tags_when_no_spack(monkeypatch, tmp_path, capsys)
     assert cli.main(["spack", "get", "--dest", str(tmp_path / "other")]) == 0
     assert "already here" in capsys.readouterr().out
     assert not (tmp_path / "other").exists()
+
+
+def _kit_like(bare: Path, upstream: str) -> None:
+    """A shallow-less bare clone whose refs live only in packed-refs and which has no
+    refs/ directory, as the offline kit's repositories are."""
+    subprocess.run(["git", "clone", "-q", "--bare", upstream, str(bare)], check=True)
+    subprocess.run(["git", "-C", str(bare), "pack-refs", "--all"], check=True)
+    shutil.rmtree(bare / "refs")
+
+
+def test_get_from_a_kit_without_refs_dirs(monkeypatch, tmp_path, capsys):
+    """git refuses the kit's bare repositories as they are; `get --kit` clones through a
+    view of them, leaving the kit untouched, and prints the exports for eval."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    kit = tmp_path / "kit"
+    (kit / "git").mkdir(parents=True)
+    _kit_like(kit / "git" / "spack.git",
+              _tagged_repo(tmp_path / "up-spack", f"v{spack_tool.SPACK_VERSION}"))
+    _kit_like(kit / "git" / "spack-packages.git",
+              _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
+    plain = subprocess.run(["git", "clone", "-q", str(kit / "git" / "spack.git"),
+                            str(tmp_path / "plain")], capture_output=True, text=True)
+    assert plain.returncode != 0  # the trap itself
+    before = sorted(p.name for p in (kit / "git" / "spack.git").iterdir())
+    monkeypatch.delenv("SPACK_ROOT", raising=False)
+    monkeypatch.setenv("MPIMATRIX_USER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPACK_PYTHON", sys.executable)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'nothing'}:/usr/bin:/bin")
+    assert cli.main(["spack", "get", "--kit", str(kit), "--print-env"]) == 0
+    dest = tmp_path / "cache" / "spack" / "spack"
+    assert capsys.readouterr().out.splitlines() == [
+        f"export SPACK_ROOT={dest}", f"export SPACK_PYTHON={sys.executable}"]
+    assert (dest / "README").read_text() == f"v{spack_tool.SPACK_VERSION}"
+    assert (dest.parent / "spack-packages" / "README").read_text() == spack_tool.PACKAGES_TAG
+    assert sorted(p.name for p in (kit / "git" / "spack.git").iterdir()) == before
+
+
+def test_kit_sources_go_into_the_mirror_and_wrong_ones_are_refused(tmp_path, monkeypatch):
+    from mpimatrix.builds.spack import kit as kit_mod
+
+    kit = tmp_path / "kit"
+    sources = []
+    for i, src in enumerate(kit_mod.KIT_SOURCES):
+        f = kit / src.path
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(f"archive {i}".encode())
+        sources.append(kit_mod.KitSource(src.package, src.version, src.path,
+                                         hashlib.sha256(f.read_bytes()).hexdigest()))
+    monkeypatch.setattr(kit_mod, "KIT_SOURCES", tuple(sources))
+    lines = kit_mod.add_kit_sources(kit, root=tmp_path / "project")
+    mirror = tmp_path / "project" / ".cache" / "spack" / "mirror"
+    for src in sources:
+        got = mirror / "_source-cache" / "archive" / src.sha256[:2] / f"{src.sha256}.tar.gz"
+        assert got.read_bytes() == (kit / src.path).read_bytes()
+    scope = tmp_path / "project" / ".cache" / "spack" / "kit" / "packages.yaml"
+    assert yaml.safe_load(scope.read_text())["packages"] == {
+        s.package: {"require": f"@{s.version}"} for s in sources}
+    assert lines[-1] == f"wrote {scope}"
+    (kit / sources[0].path).write_bytes(b"re-rolled")
+    shutil.rmtree(mirror)
+    with pytest.raises(kit_mod.KitError, match="re-copy it"):
+        kit_mod.add_kit_sources(kit, root=tmp_path / "project")

@@ -44,27 +44,34 @@ SUBSET = [
 ]
 
 
+def _skip(msg: str):
+    """Skip saying why; with MPIMATRIX_REQUIRE_SPACK set (CI with the offline kit), fail."""
+    if os.environ.get("MPIMATRIX_REQUIRE_SPACK"):
+        pytest.fail(msg + " (MPIMATRIX_REQUIRE_SPACK is set)")
+    pytest.skip(msg)
+
+
 def spack_requirements(need: tuple[str, ...] = ("/usr/bin/mpicc.openmpi",
                                                 "/usr/bin/mpicc.mpich")) -> str:
-    """The spack executable, or skip saying what is missing (also used by
-    test_spack_activation.py)."""
+    """The spack executable, or skip saying what is missing (also used by the other
+    Spack tests)."""
     spack = spack_tool.find_spack()
     if spack is None:
-        pytest.skip("Spack not found: set SPACK_ROOT or put `spack` on PATH "
+        _skip("Spack not found: set SPACK_ROOT or put `spack` on PATH "
                     "(`mpimatrix spack locate` says how to get the pinned release)")
     version, _ = spack_tool.spack_version(spack)
     if not version.startswith("1."):
-        pytest.skip(f"{spack} is Spack {version or '?'}; spack.yaml needs Spack 1.x")
+        _skip(f"{spack} is Spack {version or '?'}; spack.yaml needs Spack 1.x")
     site = os.environ.get(spack_tool.SITE_ENV, "debian-local")
     if site != "debian-local":
-        pytest.skip(f"{spack_tool.SITE_ENV}={site}: this test concretizes with debian-local")
+        _skip(f"{spack_tool.SITE_ENV}={site}: this test concretizes with debian-local")
     for exe in need:
         if not os.path.exists(exe):
-            pytest.skip(f"debian-local needs the Debian MPIs ({exe} missing): apt install "
+            _skip(f"debian-local needs the Debian MPIs ({exe} missing): apt install "
                         "openmpi-bin libopenmpi-dev mpich libmpich-dev")
     packages = Path(spack).resolve().parents[1].parent / "spack-packages"
     if not (packages / "repos" / "spack_repo" / "builtin").is_dir():
-        pytest.skip(f"debian-local reads the builtin packages from {packages} (a checkout "
+        _skip(f"debian-local reads the builtin packages from {packages} (a checkout "
                     f"of spack-packages {spack_tool.PACKAGES_TAG}); none there")
     return spack
 

@@ -37,6 +37,25 @@ def cache_dir() -> Path:
     return d
 
 
+def user_cache_dir() -> Path:
+    """What outlives a checkout and is shared by clones on this machine (Spack and its
+    installs, benchmark builds from given sources): $MPIMATRIX_USER_CACHE, else
+    ${XDG_CACHE_HOME:-~/.cache}/mpimatrix."""
+    env = os.environ.get("MPIMATRIX_USER_CACHE")
+    if env:
+        return Path(env).expanduser().resolve()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg).expanduser().resolve() / "mpimatrix"
+
+
+def offline_kit() -> Path | None:
+    """The offline kit (an air-gapped site's mirror of Spack and benchmark sources):
+    $MPIMATRIX_OFFLINE_KIT, else ../shared/offline beside the project, if present."""
+    env = os.environ.get("MPIMATRIX_OFFLINE_KIT")
+    kit = Path(env).expanduser() if env else project_root().parent / "shared" / "offline"
+    return kit.resolve() if kit.is_dir() else None
+
+
 def pypi_mpi_root() -> Path:
     """Where the set-up installs the PyPI MPI wheels, one venv per MPI."""
     return Path(os.environ.get("MPIMATRIX_PYPI_MPIS", project_root() / ".venv-mpi"))

@@ -1,8 +1,10 @@
 """`mpimatrix spack ...`: get Spack, prepare a site overlay, fill a local mirror.
 
     mpimatrix spack locate            which Spack, is it the pinned one, is builtin pinned
-    mpimatrix spack get               no Spack: clone the pinned release and packages
-    mpimatrix spack setup [--site S]  what `spack env activate .` needs: the activation
+    mpimatrix spack get [--kit DIR]   no Spack: clone the pinned release and packages
+                                      (from an offline kit), Python with clingo
+    mpimatrix spack setup [--site S] [--kit DIR]
+                                      what `spack env activate .` needs: the activation
                                       (ReFrame variables, `reframe` on PATH) and the
                                       site's machine-local externals
     mpimatrix spack shims [--site S]  machine-local externals of a site overlay (Debian MPIs)
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import sys
 from pathlib import Path
 
 from ..builds.sources import lock_path_from_env
 from ..builds.spack.activation import write_activation
+from ..builds.spack.kit import KIT_ROWS, KitError, add_kit_sources
 from ..builds.spack.site_overlay import (
     ShimError,
     archive_ext,
@@ -33,6 +37,8 @@ from ..builds.spack.tool import (
     SPACK_COMMIT,
     SPACK_VERSION,
     clone_pinned,
+    default_spack_dir,
+    ensure_spack_python,
     find_spack,
     get_spack_instructions,
     git_head,
@@ -55,20 +61,32 @@ def cmd_locate(args) -> int:
 
 
 def cmd_get(args) -> int:
+    kit = Path(args.kit).expanduser().resolve() if args.kit else None
+    dest = Path(args.dest).expanduser().resolve() if args.dest else default_spack_dir()
     exe = find_spack()
     if exe is not None and not args.force:
+        dest = Path(exe).resolve().parents[1]
         print(f"Spack is already here: {exe} (`mpimatrix spack locate` checks it against "
-              "the pins; --force clones anyway)")
+              "the pins; --force clones anyway)",
+              file=sys.stderr if args.print_env else sys.stdout)
+    else:
+        clone_pinned(dest, kit)
+        head = git_head(dest)
+        if head and head != SPACK_COMMIT:
+            print(f"  WARNING: {dest} is at {head[:12]}, the pin is {SPACK_COMMIT[:12]}",
+                  file=sys.stderr)
+    python = os.environ.get("SPACK_PYTHON") or str(ensure_spack_python(dest))
+    exports = f"export SPACK_ROOT={dest}\nexport SPACK_PYTHON={python}"
+    if args.print_env:
+        print(exports)
         return 0
-    dest = Path(args.dest).expanduser().resolve()
-    clone_pinned(dest)
-    head = git_head(dest)
-    if head and head != SPACK_COMMIT:
-        print(f"  WARNING: {dest} is at {head[:12]}, the pin is {SPACK_COMMIT[:12]}")
     print(f"Spack {SPACK_VERSION} in {dest}, builtin packages {PACKAGES_TAG} in "
-          f"{dest.parent / 'spack-packages'}.\nNext:\n  . {dest}/share/spack/setup-env.sh\n"
+          f"{dest.parent / 'spack-packages'}, clingo in {python}.\nNext:\n"
+          f"  {exports.replace(chr(10), chr(10) + '  ')}\n"
+          f"  . {dest}/share/spack/setup-env.sh\n"
           f"  export {SITE_ENV}=<site>   # a directory under site_config/spack/\n"
-          "  spack env activate . && spack concretize && spack install")
+          "  mpimatrix spack setup && spack env activate . && spack concretize && "
+          "spack install")
     return 0
 
 
@@ -93,10 +111,21 @@ def cmd_setup(args) -> int:
         rc = cmd_shims(args)
         if rc:
             return rc
+    if args.kit:
+        try:
+            for line in add_kit_sources(Path(args.kit).expanduser().resolve()):
+                print(line)
+        except KitError as err:
+            print(f"mpimatrix spack setup: {err}", file=sys.stderr)
+            return 2
     out = write_activation()
+    install = ("spack install " + " ".join(shlex.quote(r) for r in KIT_ROWS)
+               + "\n      # the matrix rows the kit's sources serve") if args.kit else \
+        "spack install                          # what the site can build/fetch"
     print(f"wrote {out}/env_vars.yaml and {out}/bin/reframe\nNext (site {site}):\n"
           f"  export {SITE_ENV}={site}\n  spack env activate .\n"
-          "  spack concretize && spack install     # once: writes spack.lock, builds\n"
+          "  spack concretize                       # once: writes spack.lock\n"
+          f"  {install}\n"
           "  reframe -r                             # the quick mode on the lock's builds")
     return 0
 
@@ -178,13 +207,21 @@ def register(sub) -> None:
 
     s = ssub.add_parser("get", help="no Spack here: clone the pinned Spack release and "
                         "builtin packages")
-    s.add_argument("--dest", default="~/spack", help="where Spack goes (default ~/spack; "
-                   "the packages go next to it)")
+    s.add_argument("--dest", help="where Spack goes (default "
+                   "${XDG_CACHE_HOME:-~/.cache}/mpimatrix/spack/spack, where the project "
+                   "finds it; the packages go next to it, the Python with clingo to "
+                   "../python)")
+    s.add_argument("--kit", help="clone from an offline kit (the folder with git/spack.git "
+                   "and git/spack-packages.git) instead of GitHub")
     s.add_argument("--force", action="store_true", help="clone even if Spack is found")
+    s.add_argument("--print-env", action="store_true", help="print only the export lines "
+                   "of SPACK_ROOT and SPACK_PYTHON (for eval in scripts)")
     s.set_defaults(func=cmd_get)
 
     s = ssub.add_parser("setup", help="prepare `spack env activate .`: ReFrame variables, "
                         "`reframe` on PATH, the site's machine-local externals")
+    s.add_argument("--kit", help="an offline kit's top folder: its source archives go "
+                   "into the project mirror, and their versions are required")
     s.add_argument("--site", help=f"overlay under site_config/spack (default ${SITE_ENV}, "
                    "else debian-local)")
     s.set_defaults(func=cmd_setup)

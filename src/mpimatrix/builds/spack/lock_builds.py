@@ -169,9 +169,10 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
             unusable = why
             prefix = f"/spack-not-installed/{mpi.hash}"  # placeholder: reported as skipped
         elif spack_exe:
-            site = os.environ.get("MPIMATRIX_SPACK_SITE")
             cmd = [spack_exe, *spack_env_args(lock.path), "load", "--sh", f"/{mpi.hash}"]
-            pre = f"MPIMATRIX_SPACK_SITE={shlex.quote(site)} " if site else ""
+            pre = "".join(f"{var}={shlex.quote(os.environ[var])} "
+                          for var in ("MPIMATRIX_SPACK_SITE", "SPACK_PYTHON")
+                          if os.environ.get(var))
             prepare.append(f'eval "$({pre}{shlex.join(cmd)})"')
 
     root = Path(prefix)

@@ -10,11 +10,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import yaml
 
-from ...paths import project_root
+from ...paths import project_root, user_cache_dir
 
 SPACK_VERSION = "1.1.0"
 SPACK_COMMIT = "2e907202bcc8209a6a62243aab50c179b524cc3b"
@@ -24,17 +25,39 @@ PACKAGES_COMMIT = "119680aeee8ea802c6111b7167583bddef97e82f"
 PACKAGES_GIT = "https://github.com/spack/spack-packages"
 
 SITE_ENV = "MPIMATRIX_SPACK_SITE"
+# Spack 1.1 solves with clingo; Spack's bootstrap downloads it, which offline sites
+# cannot: a Python of its own with this clingo from PyPI (SPACK_PYTHON) instead.
+CLINGO_VERSION = "5.8.3"
+
+
+def default_spack_dir() -> Path:
+    """Where `mpimatrix spack get` puts Spack (the builtin packages beside it, the
+    Python with clingo at ../python): outside any checkout, so its installs are reused."""
+    return user_cache_dir() / "spack" / "spack"
+
+
+def spack_python_dir(spack_dir: Path) -> Path:
+    return spack_dir.parent / "python"
 
 
 # -- locating Spack ----------------------------------------------------------------------
 def find_spack() -> str | None:
-    """The spack executable: $SPACK_ROOT/bin/spack, else `spack` on PATH."""
-    root = os.environ.get("SPACK_ROOT")
-    if root:
-        exe = Path(root) / "bin" / "spack"
-        if os.access(exe, os.X_OK):
+    """The spack executable: $SPACK_ROOT/bin/spack, else `spack` on PATH, else the one
+    `mpimatrix spack get` put in the user cache. If the Python with clingo that `get`
+    makes is beside it and SPACK_PYTHON is unset, SPACK_PYTHON is set to it in this
+    process, so every Spack run from here (ReFrame's jobs run `spack load`) solves."""
+    candidates = [Path(os.environ["SPACK_ROOT"]) / "bin" / "spack"] \
+        if os.environ.get("SPACK_ROOT") else []
+    on_path = shutil.which("spack")
+    candidates += [Path(on_path)] if on_path else []
+    candidates.append(default_spack_dir() / "bin" / "spack")
+    for exe in candidates:
+        if os.access(exe, os.X_OK) and exe.is_file():
+            python = spack_python_dir(exe.resolve().parents[1]) / "bin" / "python"
+            if python.exists():
+                os.environ.setdefault("SPACK_PYTHON", str(python))
             return str(exe)
-    return shutil.which("spack")
+    return None
 
 
 def spack_version(exe: str) -> tuple[str, str]:
@@ -48,11 +71,14 @@ def spack_version(exe: str) -> tuple[str, str]:
     return (m.group(1), m.group(2) or "") if m else ("", "")
 
 
-def pinned_clones(spack_dest: str, packages_dest: str) -> list[list[str]]:
-    """The `git clone` commands of the pinned Spack release and builtin packages
-    (MPIMATRIX_SPACK_GIT / MPIMATRIX_PACKAGES_GIT replace the upstream URLs)."""
-    spack_git = os.environ.get("MPIMATRIX_SPACK_GIT", f"{SPACK_GIT}.git")
-    packages_git = os.environ.get("MPIMATRIX_PACKAGES_GIT", f"{PACKAGES_GIT}.git")
+def pinned_clones(spack_dest: str, packages_dest: str,
+                  sources: tuple[str, str] | None = None) -> list[list[str]]:
+    """The `git clone` commands of the pinned Spack release and builtin packages, from
+    `sources` (Spack's and the packages' git repositories, e.g. a kit's) if given, else
+    upstream (MPIMATRIX_SPACK_GIT / MPIMATRIX_PACKAGES_GIT replace the upstream URLs)."""
+    spack_git, packages_git = sources or (
+        os.environ.get("MPIMATRIX_SPACK_GIT", f"{SPACK_GIT}.git"),
+        os.environ.get("MPIMATRIX_PACKAGES_GIT", f"{PACKAGES_GIT}.git"))
     return [["git", "clone", "--depth=2", "--branch", f"v{SPACK_VERSION}", spack_git,
              spack_dest],
             ["git", "clone", "--depth=2", "--branch", PACKAGES_TAG, packages_git,
@@ -95,17 +121,68 @@ def pin_report(exe: str) -> tuple[list[str], bool]:
     return lines, ok
 
 
-def clone_pinned(dest: Path) -> None:
+def clone_pinned(dest: Path, kit: Path | None = None) -> None:
     """Clone the pinned Spack release and builtin packages side by side
-    (dest, dest/../spack-packages, where debian-local looks)."""
-    for cmd in pinned_clones(str(dest), str(dest.parent / "spack-packages")):
+    (dest, dest/../spack-packages, where debian-local looks), from the offline kit's
+    git repositories if `kit` is given."""
+    sources = None
+    if kit is not None:
+        # file://: git's local-clone shortcut hard-links objects/ and fails on a linked one
+        sources = tuple(kit_git_repo(kit / "git" / f"{name}.git", dest.parent / "kit-git")
+                        .as_uri() for name in ("spack", "spack-packages"))
+    for cmd in pinned_clones(str(dest), str(dest.parent / "spack-packages"), sources):
         if Path(cmd[-1]).exists():
             continue
-        proc = subprocess.run([*cmd[:2], "--quiet", *cmd[2:]], capture_output=True, text=True)
+        proc = subprocess.run([*cmd[:2], "--quiet", "-c", "advice.detachedHead=false",
+                               *cmd[2:]], capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"mpimatrix: `{' '.join(cmd)}` failed: "
                              f"{proc.stderr.strip()[-400:]}\nOffline: see docs/spack.md, "
                              "\"Offline sites\" (copy both repositories at the pins).")
+
+
+def kit_git_repo(repo: Path, views: Path) -> Path:
+    """A bare repository git accepts, for one of the kit's.
+
+    The kit's bare repositories have no refs/ directory (their refs are all in
+    packed-refs), and git takes a directory without refs/ for no repository at
+    all ("does not appear to be a git repository"). The kit is read-only, so this
+    makes a view beside the clones: an empty refs/, HEAD copied (git refuses a
+    symlinked HEAD), everything else linked to the kit.
+    """
+    if not (repo / "objects").is_dir():
+        raise SystemExit(f"mpimatrix: {repo} is no git repository of the offline kit "
+                         "(expected objects/ and packed-refs in it); give the kit's "
+                         "top folder, the one with git/ and sources/")
+    if (repo / "refs").is_dir():
+        return repo
+    view = views / repo.name
+    (view / "refs").mkdir(parents=True, exist_ok=True)
+    for entry in repo.iterdir():
+        link = view / entry.name
+        if entry.name == "HEAD":
+            shutil.copyfile(entry, link)
+        elif not link.exists() and not link.is_symlink():
+            link.symlink_to(entry)
+    return view
+
+
+def ensure_spack_python(spack_dir: Path) -> Path:
+    """The Python for Spack (a venv with clingo from PyPI beside Spack); made once."""
+    venv = spack_python_dir(spack_dir)
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", f"import clingo; assert clingo.__version__ == '{CLINGO_VERSION}'"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    for cmd in ([sys.executable, "-m", "venv", str(venv)],
+                [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                 f"clingo=={CLINGO_VERSION}"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"mpimatrix: `{' '.join(cmd)}` failed: "
+                             f"{proc.stderr.strip()[-400:]}\nSpack needs a Python with "
+                             f"clingo ({CLINGO_VERSION} verified): set SPACK_PYTHON to one.")
+    return python
 
 
 def git_head(path: Path) -> str:

@@ -1,0 +1,179 @@
+"""The matrix for real, from the offline kit: Spack installs OSU and IMB on the Debian
+MPIs (externals) and on MVAPICH2 built from source, then `spack env activate` and plain
+`reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
+them internode.
+
+The environment is the project's spack.yaml with its site overlay (debian-local) and
+packages/, with the specs replaced by the matrix rows the kit's sources serve
+(builds/spack/kit.py KIT_ROWS): concretizing the whole matrix costs ~8 minutes cold on
+2 cores and installs nothing more. Installs go to Spack's own install tree in the user
+cache (`mpimatrix spack get`), so a second run reuses them.
+
+Needs Spack (`mpimatrix spack get --kit ...`) and the kit; skipped, saying which is
+missing, without them; MPIMATRIX_REQUIRE_SPACK=1 (CI with the kit) makes a skip a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_spack_activation import _activated
+from test_spack_concretize import _skip, spack_requirements
+
+from mpimatrix.builds.spack import activation, site_overlay
+from mpimatrix.builds.spack import tool as spack_tool
+from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources
+from mpimatrix.builds.spack.lockfile import read_lock
+from mpimatrix.paths import offline_kit, project_root
+
+pytestmark = pytest.mark.spack
+
+ROOT = project_root()
+BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12")  # + the mvapich2 build
+
+
+def _require_kit() -> Path:
+    kit = offline_kit()
+    if kit is None:
+        _skip("no offline kit (../shared/offline beside the project, or "
+              "MPIMATRIX_OFFLINE_KIT): the benchmark and MVAPICH2 sources are missing")
+    return kit
+
+
+def _say(request, text: str) -> None:
+    """Into the session's output even when pytest captures it: CI's log shows it."""
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled():
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+
+
+@pytest.fixture(scope="module")
+def kit_env(request, tmp_path_factory):
+    """The kit rows concretized and installed; {spack, env_dir, lock, install log}."""
+    kit = _require_kit()
+    spack = spack_requirements()
+    with open(os.devnull, "w") as quiet:
+        site_overlay.write_shims("debian-local", out=quiet)
+    add_kit_sources(kit)
+    activation.write_activation()
+    env_dir = spack_tool.env_copy(tmp_path_factory.mktemp("kit") / "env", list(KIT_ROWS))
+    env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
+    out = {}
+    for step in (["concretize"], ["install", "--fail-fast"]):
+        t0 = time.monotonic()
+        proc = subprocess.run([spack, "-e", str(env_dir), *step], env=env,
+                              capture_output=True, text=True, timeout=3600)
+        out[step[0]] = proc.stdout + proc.stderr
+        installed = [line for line in out[step[0]].splitlines()
+                     if line.startswith(("[+]", "==> Error", "==> Warning: Skipping build"))]
+        _say(request, f"\n`spack -e <kit env> {' '.join(step)}`: rc {proc.returncode}, "
+             f"{time.monotonic() - t0:.0f} s\n" + "\n".join(installed))
+        assert proc.returncode == 0, out[step[0]][-4000:]
+    return {"spack": spack, "env_dir": env_dir, "lock": env_dir / "spack.lock", "log": out}
+
+
+def test_kit_rows_are_installed(kit_env):
+    lock = read_lock(kit_env["lock"])
+    assert len(lock.roots) == len(KIT_ROWS)
+    versions = {n.name: n.version for n in lock.nodes.values()}
+    assert versions["osu-micro-benchmarks"] == "7.4-kit"
+    assert versions["intel-mpi-benchmarks"] == "2021.7"
+    assert versions["mvapich2"] == "2.3.7-1-kit"
+    proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
+                           "--format", "{name}@{version} {variants.fabrics} /{hash:7}"],
+                          env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
+                          capture_output=True, text=True, timeout=600)
+    found = proc.stdout
+    assert found.count("mpimatrix-benchmarks@1.0") == 3, found
+    assert found.count("osu-micro-benchmarks@7.4-kit") == 3, found
+    assert found.count("intel-mpi-benchmarks@2021.7") == 3, found
+    assert "mvapich2@2.3.7-1-kit fabrics=nemesis" in found, found
+
+
+def _session_cases(results: Path) -> list[dict]:
+    """The test cases (no fixtures) of the one session stored under `results`."""
+    import sqlite3
+
+    with sqlite3.connect(results / "db" / "results.db") as db:
+        rows = db.execute("SELECT json_blob FROM sessions").fetchall()
+    assert len(rows) == 1, len(rows)
+    session = json.loads(rows[0][0])
+    return [tc for run in session["runs"] for tc in run["testcases"] if not tc["fixture"]]
+
+
+def test_activate_then_reframe_r_runs_placement_imb_osu_on_every_kit_build(
+        kit_env, request, tmp_path):
+    got = _activated(kit_env["spack"], kit_env["env_dir"], tmp_path / "out", "-r")
+    summary = [line for line in got["stdout"].splitlines()
+               if line.startswith(("[  PASSED  ]", "[  FAILED  ]", "mpimatrix:", "Ran "))]
+    _say(request, "\n`spack env activate <kit env>; reframe -r`: rc " + got["rc"].strip()
+         + "\n" + "\n".join(summary))
+    assert got["rc"].strip() == "0", got["stdout"][-4000:] + got["stderr"][-3000:]
+
+    cases = _session_cases(tmp_path / "out" / "results")
+    lock_sha = read_lock(kit_env["lock"]).sha256
+    by_build: dict[str, set[str]] = {}
+    for tc in cases:
+        assert tc["result"] == "pass", (tc["display_name"], tc["environ"], tc["fail_reason"])
+        assert tc["lock_sha256"] == lock_sha
+        assert len(tc["dag_hash"]) == 32 and tc["build_spec"], tc["display_name"]
+        by_build.setdefault(tc["build"], set()).add(tc["name"].split("%")[0])
+    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
+
+
+def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str]) -> None:
+    mvapich = [b for b in by_build if b.startswith("mvapich2-2.3.7")]
+    assert len(mvapich) == 1, sorted(by_build)
+    for build in (*BUILDS, *mvapich):
+        assert checks <= by_build.get(build, set()), (build, by_build.get(build))
+
+
+INTERNODE = ("OsuCheck%placement=internode%benchmark=(latency|bw)$",
+             "OsuCheck%placement=2x1%benchmark=allreduce$",
+             "ImbCheck%placement=internode%benchmark=MPI1:PingPong$")
+
+
+@pytest.mark.cluster
+def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
+    """`mpimatrix cluster run` in the activated environment (MPIMATRIX_LOCK as activation
+    sets it): OSU and IMB between the two nodes, on each kit build, MVAPICH2 included."""
+    from test_vcluster import _require_cluster, _short_tmpdir
+
+    from mpimatrix.vcluster import cluster
+    from mpimatrix.vcluster.layout import Layout
+
+    _require_cluster()
+    lay = Layout.at(_short_tmpdir("k"), 2)
+    cluster.up(lay)
+    results = _short_tmpdir("r")
+    try:
+        env = dict(os.environ, MPIMATRIX_LOCK=str(kit_env["lock"]),
+                   MPIMATRIX_SPACK_SITE="debian-local", MPIMATRIX_RESULTS=str(results))
+        env.pop("MPIMATRIX_BUILDS", None)
+        names = [a for n in INTERNODE for a in ("-n", n)]
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "mpimatrix"), "cluster", "run", "--dir",
+             str(lay.dir), "--", "--partition", "compute$", "--no-confirm", "--",
+             "--max-retries=1", *names],
+            env=env, capture_output=True, text=True, timeout=3600)
+    finally:
+        cluster.down(lay)
+    tail = [line for line in proc.stdout.splitlines() if line.startswith(
+        ("mpimatrix:", "[  PASSED  ]", "[  FAILED  ]")) or "internode" in line]
+    _say(request, f"\n`mpimatrix cluster run` on the kit builds: rc {proc.returncode}\n"
+         + "\n".join(tail[-40:]))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    by_build: dict[str, set[str]] = {}
+    for tc in _session_cases(results):
+        if tc["result"] != "pass":
+            continue
+        assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
+        by_build.setdefault(tc["build"], set()).add(tc["name"].split("%")[0])
+    _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
