@@ -280,7 +280,7 @@ def test_build_vs_build_marks_only_differences_beyond_the_spread(compare, nightl
     assert choose_baseline(data.lines(), "nope") is None
 
 
-def test_derived_layouts_crossovers_and_seed_004_cost(derived, derived_report):
+def test_derived_layouts_crossovers_and_fabric_cost_comparison(derived, derived_report):
     rep = derived_report
     ctx = rep.context
     cases = {(tc["name"], tc["partition"], tc["environ"]) for tc in derived["runs"][0]["testcases"]}

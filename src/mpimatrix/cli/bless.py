@@ -18,11 +18,9 @@ from ..run import machine
 from ..run.session import load_record_path
 from .session_args import sessions_from_args
 
-#: The smallest tolerance of a value judged alone. On this project's 2-core VM single
-#: values sit 15-250 % off for minutes in states five blessed sessions never saw:
-#: replayed on a live experiment's 20 sessions, a 15 % floor flagged 2.8 % of the
-#: gated values of unchanged builds, 25 % 1.2 %, 30 % 0.9 % (docs/noise.md). Smaller
-#: steps are found through the whole build (gate.py) and in the history.
+#: The smallest tolerance of a value judged alone: wide enough for the states a single
+#: value holds for minutes on a shared node, which bless rarely sees (docs/validation.md).
+#: Smaller steps are found through the whole build (gate.py) and in the history.
 DEFAULT_FLOOR = 0.3
 
 

@@ -1,23 +1,13 @@
 """The host factor: how much slower than usual every build of a session ran at once.
 
-On a shared machine every build's values move together: on this project's 2-core
-VM by 5-30 % within an hour while nothing else ran inside it (the host's other
-guests), and on a cluster after a kernel, firmware or fabric change. One build's
-regression moves only its own values. The host factor of a session and partition
-is the median over the builds of each build's median slowdown (value against its
-reference or its usual value; rates inverted): with three or more builds one
-build's slowdown does not move it. The gate judges each value divided by it, bless
-divides each session's samples by it, and the history judges each build's series
-against it. With fewer builds there is no host factor and values are judged as
-measured.
-
-A build as a whole is judged against the least-slowed build instead: a build in a
-slow state of its own (the Intel MPI wheel here ran 24-47 % slow for minutes while
-the other builds did not) is the median of three and hid a build slowed by 25-50 %
-in the same session, while no single build's state raises the least-slowed one.
-The gate never divides by a factor below 1: every build faster than its
-references at once means the references were blessed in a slow state, and a value
-then at its reference as measured is no regression.
+A shared machine, or a cluster after a kernel, firmware or fabric change, moves every
+build together; a regression moves one. The host factor of a session and partition is
+the median over its builds (three or more) of each build's median slowdown against its
+references or usual values, so one build's regression does not move it. The gate,
+bless and the history judge values against it; the gate never divides by less than 1
+(that means references blessed on a slow machine). Builds as a whole are judged against
+the least-slowed build, which no build's slow state of its own can raise; with fewer
+than three builds values are judged as measured. Measurements: docs/validation.md.
 """
 
 from __future__ import annotations

@@ -18,11 +18,9 @@ from . import host
 from .sessions import perf_values, testcases
 from .statistics import MIN_SAMPLES, best, spread
 
-#: The smallest tolerance of the verdict on a whole build. The Intel MPI wheel ran 13 %
-#: and 16 % slower than the least-slowed build through one unchanged session and its
-#: confirmation on this project's VM (2026-11-25), while no blessed session showed it;
-#: builds slowed by 25 % read +24..+30 % in their sessions, +16..+29 % measured again.
-#: Smaller steps are the history's (history.py).
+#: The smallest tolerance of the verdict on a whole build: above the slow states a build
+#: left alone can hold through a session and its confirmation, below what a build slowed
+#: by 25 % reads (docs/validation.md). Smaller steps are the history's (history.py).
 BUILD_FLOOR = 0.15
 
 

@@ -1,11 +1,12 @@
-"""Node-hours and cost, and seed 004's fabric comparison.
+"""Node-hours and cost, and the fabric cost comparison.
 
 A test case costs its run time (ReFrame's time_run: the job, launcher included) x the
 nodes it held. A price per node-hour per partition (`extras: {price_per_node_hour: 1.95,
 currency: USD, fabric: infiniband}` in site_config/systems/<cluster>.yaml, or a
 --prices file) turns node-hours into money. Two priced partitions whose `fabric`
-differs get seed 004's table: cost = minutes x nodes x price per hour / 60, the
-difference and the percentage, per build, benchmark and placement both ran.
+differs get a table that says whether the dearer, faster fabric pays for itself: per
+build, benchmark and placement both ran, minutes and cost on each (cost = minutes x
+nodes x price per hour / 60), the difference and the percentage.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def fabric_pairs(prices: dict[str, Price], partitions: list[str]) -> list[tuple[
 
 def fabric_table(s: Session, prices: dict[str, Price], first: str, second: str
                  ) -> list[dict]:
-    """Seed 004's table 3: minutes and cost on both partitions, difference, percentage
+    """The fabric cost table: minutes and cost on both partitions, difference, percentage
     (> 0: the first partition is cheaper)."""
     minutes: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     node_count: dict[tuple, int] = {}
