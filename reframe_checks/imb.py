@@ -3,8 +3,11 @@
 The Intel MPI wheel ships IMB-MPI1/P2P/NBC/RMA linked against libmpi.so.12;
 through the MPICH ABI they also run on MPICH-family builds (the build record
 says where its libmpi.so.12 is). Spack-built intel-mpi-benchmarks installs are
-used as they are. One test case per benchmark and placement, so that one
-benchmark dying never loses the others' results.
+used as they are. Any other build (Open MPI) uses the project cache's install,
+which the ImbFromSource fixture builds once per build from the configured source
+(`mpimatrix run --sources`, MPIMATRIX_SOURCES or MPIMATRIX_IMB_SOURCE). One test
+case per benchmark and placement, so that one benchmark dying never loses the
+others' results.
 """
 
 import os
@@ -23,7 +26,7 @@ from reframe.core.builtins import (
 )
 
 from mpimatrix.rfm.build_check import BuildCheck
-from mpimatrix.rfm.fixtures import ProbeBuild
+from mpimatrix.rfm.fixtures import ImbFromSource, ProbeBuild
 from mpimatrix.rfm.perf import CataloguePerformance
 from mpimatrix.suites.common import metric_value
 from mpimatrix.suites.imb import output as imb_output
@@ -37,6 +40,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     sourcesdir = None  # nothing to copy: the programs come from the build or a fixture
     valid_prog_environs = ["+imb"]
     benchmark = parameter([b.key for b in CATALOGUE])
+    imb = fixture(ImbFromSource, scope="environment")
     probes = fixture(ProbeBuild, scope="environment")
 
     #: The whole size curve of every table of this benchmark (run record): per
@@ -61,9 +65,11 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     @run_before("run")
     def _command(self):
         imb = self.build.benchmarks["imb"]
-        self.imb_version = " ".join(x for x in (imb.version, f"({imb.provenance})"
+        version = self.imb.bench_version or imb.version
+        self.imb_version = " ".join(x for x in (version, f"({imb.provenance})"
                                                 if imb.provenance else "") if x)
-        self.executable = shlex.quote(os.path.join(imb.bin_dir, self.bench.binary))
+        self.executable = shlex.quote(os.path.join(self.imb.bin_dir or imb.bin_dir,
+                                                   self.bench.binary))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]
         # MPIMATRIX_IMB_ITERATIONS replaces the profile's -iter/-time, for experiments

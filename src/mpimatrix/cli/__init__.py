@@ -16,7 +16,7 @@ from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import bless, changes, cluster, osu_build, report, spack
+from . import bench_build, bless, changes, cluster, report, spack
 from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
 
 
@@ -61,7 +61,8 @@ def cmd_install_pypi_mpis(args) -> int:
 def cmd_run(args) -> int:
     return run_session(args.mode, args.only, args.reframe_args,
                        confirm_repeats=0 if args.no_confirm else args.confirm_repeats,
-                       wait=not args.no_wait, partitions=args.partition)
+                       wait=not args.no_wait, partitions=args.partition,
+                       sources=args.sources)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -88,6 +89,11 @@ def parser() -> argparse.ArgumentParser:
                    "calling it a regression (default 3)")
     s.add_argument("--no-confirm", action="store_true",
                    help="no confirmation: a value outside its tolerance is a regression")
+    s.add_argument("--sources", action="append", metavar="PATH",
+                   help="OSU/IMB sources for the builds without them (repeatable): an "
+                   "offline kit or mirror folder, a release tarball or a source tree; "
+                   "built once per build, cached (default: MPIMATRIX_SOURCES, else the "
+                   "releases downloaded)")
     s.add_argument("--no-wait", action="store_true",
                    help="if another `mpimatrix run` uses the results store, stop (exit 3) "
                    "instead of waiting for it")
@@ -95,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for module in (bless, changes, cluster, spack, osu_build, report):
+    for module in (bless, changes, cluster, spack, bench_build, report):
         module.register(sub)
     return p
 
