@@ -9,6 +9,8 @@
   during it.
 
 A second run waits (or, with --no-wait, refuses), saying which run holds the lock.
+A lock that cannot be written for want of space (its owner line) stops the run with
+DiskFull (exit 2), naming the file and the variable that moves it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from .full_disk import guard
+
 MACHINE_LOCK_ENV = "MPIMATRIX_MACHINE_LOCK"
 DEFAULT_MACHINE_LOCK = "/tmp/mpimatrix-performance.lock"
 
@@ -30,9 +34,12 @@ class StoreBusy(Exception):
 
 
 @contextlib.contextmanager
-def exclusive(path: Path, what: str, wait: bool = True) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+def exclusive(path: Path, what: str, wait: bool = True, variable: str = "") -> Iterator[None]:
+    """`variable`: what moves the lock, when it is not in the results store."""
+    where = f"the lock {path}" if variable else ""
+    with guard(path, where, variable):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -44,9 +51,10 @@ def exclusive(path: Path, what: str, wait: bool = True) -> Iterator[None]:
             print(f"mpimatrix: {what} is in use by {holder}; waiting for it to end",
                   file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"mpimatrix run pid {os.getpid()} ({os.getcwd()}) since "
-                  f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
+        with guard(path, where, variable):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"mpimatrix run pid {os.getpid()} ({os.getcwd()}) since "
+                      f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -59,5 +67,6 @@ def session_locks(results: Path, wait: bool = True) -> Iterator[None]:
         stack.enter_context(exclusive(results / ".mpimatrix-run.lock",
                                       f"the results store {results}", wait))
         if machine:
-            stack.enter_context(exclusive(Path(machine), "this machine's cores", wait))
+            stack.enter_context(exclusive(Path(machine), "this machine's cores", wait,
+                                          MACHINE_LOCK_ENV))
         yield

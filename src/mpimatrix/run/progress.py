@@ -6,6 +6,11 @@ between. `call` runs ReFrame with its output piped through this process and,
 every `every` seconds a case has been running without output, prints
 `[ ...      ] <case>: still running after 4m00s` (with the case's Slurm job
 when the Slurm commands work here, e.g. in the emulated cluster's head).
+
+The output also says whether ReFrame was stopped by a signal, or met a full disk: then
+`call` raises Interrupted or DiskFull once ReFrame has ended. On a full disk ReFrame
+cannot write its log either and prints a traceback per log line (thousands a
+session): the first is shown, the others counted.
 """
 
 from __future__ import annotations
@@ -13,16 +18,20 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 import time
 
-from .child import run_child
+from .child import Interrupted, run_child
+from .full_disk import Watch
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RUN = re.compile(r"^\[\s*RUN\s*\]\s+(.*\S)")
 _DONE = re.compile(r"^\[\s*(?:OK|FAIL|SKIP|XFAIL|XPASS|ABORT\w*)\s*\]")
+_STOPPED = re.compile(r"run session stopped: (?:force exit error: received signal (\d+)|"
+                      r"cancelled by user)")
 
 #: Seconds of silence before the first progress line, and between two of them.
 EVERY = 60.0
@@ -41,6 +50,7 @@ class Progress:
         self.case = ""
         self.started = 0.0
         self.last_output = time.monotonic()
+        self.stopped_by = 0  # the signal ReFrame says stopped it
 
     def saw(self, line: str, now: float) -> None:
         self.last_output = now
@@ -50,6 +60,8 @@ class Progress:
             self.case, self.started = m.group(1), now
         elif _DONE.match(text):
             self.case = ""
+        elif m := _STOPPED.search(text):
+            self.stopped_by = int(m.group(1) or signal.SIGINT)
 
     def due(self, now: float, every: float = EVERY) -> str:
         """The progress line to print now ('' when none is due)."""
@@ -79,30 +91,70 @@ def slurm_jobs() -> str:
     return "; ".join(jobs)
 
 
+class Output:
+    """ReFrame's output lines to pass on: its logging errors (a block from '--- Logging
+    error ---' to 'Arguments: ...') that say a disk is full are shown once."""
+
+    def __init__(self):
+        self.watch = Watch()
+        self.block: list[str] | None = None
+        self.shown = False
+        self.hidden = 0
+
+    def feed(self, line: str) -> list[str]:
+        if self.block is None and not line.startswith("--- Logging error ---"):
+            self.watch.saw(line)
+            return [line]
+        self.block = [*(self.block or []), line]
+        if line.startswith("Arguments:") or len(self.block) > 1000:
+            return self.end()
+        return []
+
+    def end(self) -> list[str]:
+        block, self.block = self.block or [], None
+        full = [ln for ln in block if self.watch.saw(ln)]
+        if full and self.shown:
+            self.hidden += 1
+            return []
+        self.shown = self.shown or bool(full)
+        return block
+
+
 def call(cmd: list[str], every: float = EVERY) -> int:
     """Run `cmd` (ReFrame) as run_child does, its output through to ours, with
     progress lines."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    return run_child(cmd, lambda proc: _follow(proc, every), stdout=subprocess.PIPE,
-                     stderr=subprocess.STDOUT, env=env, text=True, errors="replace",
-                     bufsize=1)
+    state, output = Progress(), Output()
+    rc = run_child(cmd, lambda proc: _follow(proc, every, state, output),
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
+                   errors="replace", bufsize=1)
+    if state.stopped_by:
+        raise Interrupted(state.stopped_by)
+    full = output.watch.result()
+    if full:
+        raise full
+    return rc
 
 
-def _follow(proc: subprocess.Popen, every: float) -> int:
-    state = Progress()
+def _follow(proc: subprocess.Popen, every: float, state: Progress, output: Output) -> int:
     lock = threading.Lock()
 
     def pump():
         for line in proc.stdout:
             with lock:
-                sys.stdout.write(line)
+                sys.stdout.write("".join(output.feed(line)))
                 sys.stdout.flush()
                 state.saw(line, time.monotonic())
+        with lock:
+            sys.stdout.write("".join(output.end()))
+            if output.hidden:
+                print(f"mpimatrix: {output.hidden} more logging error(s) of ReFrame not "
+                      "shown: it cannot write its log on a full disk", flush=True)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     while proc.poll() is None:
-        time.sleep(min(5.0, every / 4))
+        reader.join(min(5.0, every / 4))  # ends with ReFrame's output
         with lock:
             line = state.due(time.monotonic(), every)
         if line:

@@ -4,7 +4,13 @@ Exit codes: 0 every test passed and no value is a confirmed regression; 1 a test
 failed or a regression was confirmed; 2 bad input; 3 nothing ran, or the session
 was not stored in the results database; 4 values were outside their tolerance
 but other programs loaded the machine during the session (not judged: run again),
-or every build ran slower than its references at once (a HOST line: the machine).
+or every build ran slower than its references at once (a HOST line: the machine);
+128+N stopped by signal N (SIGTERM 143, SIGINT 130, SIGHUP 129): the run stops there
+(a running ReFrame aborts its test case and stores what ran); no confirmation, no
+verdict (run/child.py).
+
+A results store on a full disk is bad input (2): the message names the store, the
+file that could not be written and how to make room (run/full_disk.py).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from ..builds.bench_prepare import prepare_sources
 from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references, stats_path
@@ -26,6 +33,8 @@ from ..results.sessions import SessionError, load_report, testcases
 from ..rfm.inject import injection_for
 from ..site.config import MODES
 from . import machine, progress
+from .child import GRACE, Interrupted, stop_on_signals
+from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
 from .reframe_cmd import reframe_cmd
@@ -33,6 +42,7 @@ from .selection import ignored_under_mode, name_patterns, osu_note, select_parti
 from .stored import stored_sessions
 
 OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
+INTERRUPTED = 128  # + the signal's number
 NOTHING_RAN = ("no test case ran (no usable build, or the selection matched nothing); "
                "`mpimatrix builds` lists the builds and why any were skipped")
 
@@ -72,9 +82,10 @@ def report_path(mode: str, suffix: str = "") -> Path:
 def link_latest(report: Path) -> None:
     latest = reports_dir() / "latest.json"
     tmp = reports_dir() / f".latest.{os.getpid()}.tmp"
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(report.name)
-    tmp.replace(latest)
+    with guard(latest):
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(report.name)
+        tmp.replace(latest)
 
 
 def mode_profile(mode: str) -> str:
@@ -90,11 +101,19 @@ def mode_profile(mode: str) -> str:
 def measured_run(cmd: list[str], report: Path) -> int:
     """Run ReFrame, and record how busy the machine was with other programs."""
     meter = LoadMeter()
-    rc = progress.call(cmd)
+    try:
+        rc = progress.call(cmd)
+        full = low_space() if rc != 0 else None  # e.g. a benchmark's output cut short
+        if full:
+            raise full
+    except DiskFull:
+        drop_partial(report)
+        raise
     load = meter.stop()
     if report.exists():
         uuid_ = load_report(report)["session_info"].get("uuid", "?")
-        machine.record(load_record_path(), uuid_, load)
+        with guard(load_record_path()):
+            machine.record(load_record_path(), uuid_, load)
     return rc
 
 
@@ -134,7 +153,7 @@ def check_inputs() -> None:
 
 def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
                 confirm_repeats: int = 3, wait: bool = True,
-                partitions: list[str] | None = None) -> int:
+                partitions: list[str] | None = None, sources: list[str] | None = None) -> int:
     absolute_path_variables()
     os.environ.setdefault("RFM_REFERENCE_PREFIX", str(references_dir()))
     if only:
@@ -142,19 +161,35 @@ def run_session(mode: str, only: list[str] | None, reframe_args: list[str],
         only_patterns()  # a bad regular expression stops here, with its name
     select_partitions(partitions)
     check_inputs()
-    with session_locks(results_dir(), wait):
-        return _run_locked(mode, reframe_args, confirm_repeats)
+    # OSU/IMB sources for the builds without them (a bad path stops here); what stays
+    # missing is said once, below
+    sources_note = prepare_sources(sources or [])
+    try:
+        with stop_on_signals(), session_locks(results_dir(), wait):
+            return _run_locked(mode, reframe_args, confirm_repeats, sources_note)
+    except Interrupted as stop:
+        killed = (f"; ReFrame had not ended {GRACE:.0f} s after the signal: killed with its "
+                  "jobs" if stop.killed else "")
+        print(f"mpimatrix: interrupted by {stop.name}: the run stops here, no confirmation "
+              f"and no verdict (exit {INTERRUPTED + stop.signum}){killed}", file=sys.stderr,
+              flush=True)
+        return INTERRUPTED + stop.signum
+    except DiskFull as full:
+        print(f"mpimatrix: {full}", file=sys.stderr, flush=True)
+        return BAD_INPUT
 
 
-def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int) -> int:
+def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
+                sources_note: str = "") -> int:
     report_file = report_path(mode)
-    reports_dir().mkdir(parents=True, exist_ok=True)
+    with guard(reports_dir()):
+        reports_dir().mkdir(parents=True, exist_ok=True)
     cmd = reframe_cmd("--mode", mode, "-r", "--report-file", str(report_file),
                       "--session-extras", session_extras({"mode": mode}),
                       *name_patterns(reframe_args))
     print("+ " + " ".join(cmd), flush=True)
-    osu = osu_note()
-    for note in (ignored_under_mode(reframe_args), osu):
+    osu = "" if sources_note else osu_note()
+    for note in (ignored_under_mode(reframe_args), sources_note or osu):
         if note:
             print(note, flush=True)
     rc = measured_run(cmd, report_file)
