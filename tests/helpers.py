@@ -68,3 +68,16 @@ def six_pass_session(i: int, first: int = 0, last: int = 6) -> dict:
         session = json.load(fp)
     session["runs"] = session["runs"][first:last]
     return session
+
+
+def offline_kit_or_skip() -> Path:
+    """The offline kit, or skip saying what it is for."""
+    import pytest
+
+    from mpimatrix.paths import offline_kit
+
+    kit = offline_kit()
+    if kit is None:
+        pytest.skip("no offline kit (../shared/offline or MPIMATRIX_OFFLINE_KIT): it holds "
+                    "the OSU and IMB sources these tests build from")
+    return kit

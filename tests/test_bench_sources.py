@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import offline_kit_or_skip
 
 from mpimatrix.builds import bench_download, bench_install
 from mpimatrix.builds.bench_sources import SourceError, configured_sources, scan, suite_of
 from mpimatrix.builds.bench_suites import IMB, OSU
 from mpimatrix.builds.discovery import attach_bench_installs
 from mpimatrix.builds.record import BuildRecord
-from mpimatrix.paths import offline_kit
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 KIT_OSU = "sources/osu-micro-benchmarks/osu-micro-benchmarks-7.4.tar.gz"
@@ -35,11 +35,7 @@ KIT_OSU_SHA = "101b6cf4ea6126a8c32cab1dbe59969197944a044b16e6bb9ec828d1a1eb7266"
 
 @pytest.fixture
 def kit() -> Path:
-    kit = offline_kit()
-    if kit is None:
-        pytest.skip("no offline kit (../shared/offline or MPIMATRIX_OFFLINE_KIT): it holds "
-                    "the OSU and IMB sources these tests build from")
-    return kit
+    return offline_kit_or_skip()
 
 
 @pytest.fixture(autouse=True)

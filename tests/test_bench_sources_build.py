@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import offline_kit_or_skip
 
 from mpimatrix.builds.bench_install import installed, run_build
 from mpimatrix.builds.bench_suites import IMB
-from mpimatrix.paths import offline_kit
 from mpimatrix.suites.imb import output as imb_output
 
 pytestmark = [pytest.mark.mpi]
@@ -29,11 +29,7 @@ CASES = r"^(ImbCheck%placement=intranode%benchmark=MPI1:PingPong|" \
 
 @pytest.fixture(scope="module")
 def kit() -> Path:
-    kit = offline_kit()
-    if kit is None:
-        pytest.skip("no offline kit (../shared/offline or MPIMATRIX_OFFLINE_KIT): it holds "
-                    "the OSU and IMB sources these tests build from")
-    return kit
+    return offline_kit_or_skip()
 
 
 @pytest.fixture(scope="module")

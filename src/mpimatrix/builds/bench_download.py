@@ -20,6 +20,7 @@ from pathlib import Path
 from ..paths import user_cache_dir
 from .bench_sources import SourceError
 from .bench_suites import Suite
+from .checksum import file_sha256
 
 URL_ENV = "MPIMATRIX_SOURCES_URL"
 DOWNLOAD_ENV = "MPIMATRIX_DOWNLOAD"
@@ -46,19 +47,13 @@ def downloads_enabled() -> bool:
     return os.environ.get(DOWNLOAD_ENV, "1").strip().lower() not in ("0", "no", "false", "off")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fp:
-        for chunk in iter(lambda: fp.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def downloaded(suite: Suite) -> Path | None:
     """The release in the user cache, if it is there with the recipe's sha256."""
     path = download_path(suite)
     try:
-        return path if _sha256(path) == suite.release.sha256 else None
+        return path if file_sha256(path) == suite.release.sha256 else None
     except OSError:
         return None
 

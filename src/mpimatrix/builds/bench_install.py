@@ -35,6 +35,7 @@ from ..atomic import atomic_write
 from ..paths import cache_dir
 from ..shell import printable, shell_value
 from .bench_suites import OSU, Suite
+from .checksum import file_sha256
 from .record import NAME_PATTERN, BenchmarkInstall, BuildRecord
 
 PROVENANCE = "mpimatrix bench-build"
@@ -60,17 +61,11 @@ def install_prefix(suite: Suite, build_name: str) -> Path:
     return build_dir(suite, build_name) / "install"
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fp:
-        for chunk in iter(lambda: fp.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @functools.lru_cache(maxsize=32)
 def _cached_file_sha256(path: str, size: int, mtime_ns: int) -> str:
-    return _file_sha256(Path(path))
+    return file_sha256(Path(path))
 
 
 def source_digest(source: Path) -> str:
@@ -86,7 +81,7 @@ def source_digest(source: Path) -> str:
             path = Path(dirpath, name)
             h.update(str(path.relative_to(source)).encode() + b"\0")
             if path.is_file() and not path.is_symlink():
-                h.update(_file_sha256(path).encode())
+                h.update(file_sha256(path).encode())
     return h.hexdigest()
 
 

@@ -12,13 +12,13 @@ packages/ declare as the versions 7.4-kit and 2.3.7-1-kit.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from ..checksum import file_sha256
 from .site_overlay import archive_ext, generated_dir, mirror_path
 
 
@@ -45,14 +45,6 @@ KIT_SOURCES = (
 
 class KitError(Exception):
     pass
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def add_kit_sources(kit: Path, root: Path | None = None) -> list[str]:
