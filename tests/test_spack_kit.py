@@ -87,14 +87,16 @@ def test_kit_rows_are_installed(kit_env):
     assert versions["intel-mpi-benchmarks"] == "2021.7"
     assert versions["mvapich2"] == "2.3.7-1-kit"
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
-                           "--format", "{name}@{version} {variants.fabrics} /{hash:7}"],
+                           "--format", "{name}@{version} {variants} /{hash:7}"],
                           env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
                           capture_output=True, text=True, timeout=600)
     found = proc.stdout
+    assert proc.returncode == 0, proc.stderr[-2000:]
     assert found.count("mpimatrix-benchmarks@1.0") == 3, found
     assert found.count("osu-micro-benchmarks@7.4-kit") == 3, found
     assert found.count("intel-mpi-benchmarks@2021.7") == 3, found
-    assert "mvapich2@2.3.7-1-kit fabrics=nemesis" in found, found
+    assert any(line.startswith("mvapich2@2.3.7-1-kit ") and " fabrics=nemesis " in line
+               for line in found.splitlines()), found
 
 
 def _session_cases(results: Path) -> list[dict]:
