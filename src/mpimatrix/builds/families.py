@@ -37,7 +37,11 @@ class Family:
     env: dict[str, str] = field(default_factory=dict)
 
     def library_version_regex(self, version: str) -> str:
-        return self.library_version.format(v=re.escape(version))
+        """The library's own version is the release's numbers: a package version carries
+        more (MVAPICH2 2.3.7-1 reports 2.3.7; Spack's 2.3.7-1-kit is that release)."""
+        release = re.match(r"\d+(?:\.\d+)*", version)
+        return self.library_version.format(v=re.escape(release.group(0) if release
+                                                       else version))
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
