@@ -125,8 +125,8 @@ def test_activate_then_reframe_r_runs_placement_imb_osu_on_every_kit_build(
     for tc in cases:
         assert tc["result"] == "pass", (tc["display_name"], tc["environ"], tc["fail_reason"])
         assert tc["lock_sha256"] == lock_sha
-        assert len(tc["dag_hash"]) == 32 and tc["build_spec"], tc["display_name"]
-        by_build.setdefault(tc["build"], set()).add(tc["name"].split("%")[0])
+        assert len(tc["build_hash"]) == 32 and tc["build_spec"], tc["display_name"]
+        by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
     _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
 
 
@@ -177,5 +177,5 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
         if tc["result"] != "pass":
             continue
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
-        by_build.setdefault(tc["build"], set()).add(tc["name"].split("%")[0])
+        by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
     _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
