@@ -196,7 +196,9 @@ def test_reframe_runs_the_builds_of_a_lock(tmp_path):
     sha = hashlib.sha256(lock.read_bytes()).hexdigest()
     proc, report = run_reframe(tmp_path / "results", "-n", "MpiPlacementCheck", "-r",
                                env={"MPIMATRIX_LOCK": str(lock), "SPACK_ROOT": "",
-                                    "PATH": "/usr/bin:/bin"})
+                                    "PATH": "/usr/bin:/bin",
+                                    # nor the one `mpimatrix spack get` put in the user cache
+                                    "MPIMATRIX_USER_CACHE": str(tmp_path / "no-spack")})
     assert report is not None, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "build openmpi-5.0.8-ucx-gcc12 skipped: not located" in proc.stderr
     cases = passed_cases(proc, report)
