@@ -13,13 +13,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shlex
 import shutil
 import sys
 from pathlib import Path
 
+from ..builds.checksum import file_sha256
 from ..builds.sources import lock_path_from_env
 from ..builds.spack.activation import write_activation
 from ..builds.spack.kit import KIT_ROWS, KitError, add_kit_sources
@@ -183,8 +183,7 @@ def reframe_main(argv: list[str]) -> int:
 
 def cmd_mirror_add(args) -> int:
     src = Path(args.file)
-    data = src.read_bytes()
-    sha = hashlib.sha256(data).hexdigest()
+    sha = file_sha256(src)
     if args.sha256 and args.sha256 != sha:
         print(f"mpimatrix: {src}: sha256 {sha} is not the expected {args.sha256}; Spack would "
               "reject it (a re-rolled or differently packed tarball)", file=sys.stderr)
