@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.results import history, steps
+from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.sessions import load_report
 
 
@@ -39,7 +40,7 @@ def otava_points(values: list[float]) -> list[int]:
     from otava.analysis import compute_change_points
 
     found, _ = compute_change_points(values, window_len=steps.WINDOW,
-                                     max_pvalue=steps.MAX_PVALUE)
+                                     max_pvalue=DEFAULT_POLICY.max_pvalue)
     return [int(c.index) for c in found]
 
 
@@ -71,7 +72,7 @@ def main(argv=None) -> int:
     p.add_argument("reports", nargs="+", help="ReFrame JSON reports (the sessions)")
     args = p.parse_args(argv)
     sessions = [load_report(Path(r)) for r in args.reports if not r.endswith("latest.json")]
-    series = [s for s in history.series_of(sessions) if len(s.points) >= history.MIN_POINTS]
+    series = [s for s in history.series_of(sessions) if len(s.points) >= DEFAULT_POLICY.min_points]
     print(f"# {len(sessions)} sessions, {len(series)} series "
           f"({sum(truth(s) is not None for s in series)} with an injected step)")
     detectors = {"otava": otava_points}

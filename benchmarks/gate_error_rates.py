@@ -38,8 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mpimatrix.cli.bless import DEFAULT_FLOOR  # noqa: E402
 from mpimatrix.results.gate import REGRESSION, judge  # noqa: E402
+from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
@@ -107,7 +107,8 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
     p.add_argument("--sessions", type=int, default=10, help="K: unchanged and injected each")
     p.add_argument("--levels", default="0.10,0.25,0.50", help="injected slowdowns")
-    p.add_argument("--floor", default=str(DEFAULT_FLOOR), help="bless --tolerance (the floor)")
+    p.add_argument("--floor", default=str(DEFAULT_POLICY.value_floor),
+                   help="bless --tolerance (the floor)")
     p.add_argument("--mode", default="compare",
                    help="mpimatrix run mode (default compare: quick catalogue, 3 passes)")
     p.add_argument("--only", action="append", default=[], help="mpimatrix run --only")

@@ -38,25 +38,18 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.cli.bless import DEFAULT_FLOOR
-from mpimatrix.results import gate, host, references, samples
-from mpimatrix.results.sessions import (
-    build_label,
-    case_name,
-    defined,
-    load_report,
-    perf_values,
-    session_info,
-    testcases,
-)
-from mpimatrix.results.statistics import K_SIGMA, MAX_TOLERANCE, best, spread
+from mpimatrix.results import gate, references, samples
+from mpimatrix.results.measurements import load
+from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
+from mpimatrix.results.sessions import load_report, session_info
+from mpimatrix.results.statistics import best, spread
 
 
 def injected_of(report: dict) -> tuple[str, float] | None:
-    for tc in testcases([report]):
-        if defined(tc.get("injected")):
-            m = re.search(r"clock=([\d.]+)", tc["injected"])
-            return tc["build_name"], float(m.group(1)) if m else 0.0
+    for case in load(report).cases:
+        if case.injected:
+            m = re.search(r"clock=([\d.]+)", case.injected)
+            return case.tc["build_name"], float(m.group(1)) if m else 0.0
     return None
 
 
@@ -69,22 +62,21 @@ def passes(report: dict, first: int, last: int | None = None) -> dict:
 def with_references(report: dict, refs: dict) -> dict:
     """The session as ReFrame would have reported it against these references."""
     out = copy.deepcopy(report)
-    for tc in testcases([out]):
-        part = f"{tc.get('system')}:{tc.get('partition')}"
-        entry = (((refs.get(tc["name"].split()[0]) or {}).get(part) or {}).get(
-            tc.get("environ")) or {}).get(tc.get("ref_key")) or {}
-        for fullvar, pv in (tc.get("perfvalues") or {}).items():
+    for case in load(out).cases:
+        entry = (((refs.get(case.test_class) or {}).get(case.partition) or {}).get(
+            case.environ) or {}).get(case.tc.get("ref_key")) or {}
+        for fullvar, pv in (case.tc.get("perfvalues") or {}).items():
             ref = entry.get(fullvar.rsplit(":", 1)[-1])
             pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
     return out
 
 
-def confirmation_of(report: dict, judged_passes: int, stored: dict | None, refs: dict
-                    ) -> list[dict]:
+def confirmation_of(report: dict, judged_passes: int, stored: dict | None, refs: dict,
+                    policy: GatePolicy) -> list[dict]:
     if len(report["runs"]) <= judged_passes:
         return [stored] if stored else []
     session = with_references(passes(report, 0, judged_passes), refs)
-    hashes = {tc["hashcode"] for tc in gate.failed_first(session)}
+    hashes = {c.hashcode for c in gate.failed_first(session, None, policy)}
     later = passes(report, judged_passes)
     for run in later["runs"]:
         run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in hashes]
@@ -95,10 +87,10 @@ def noise_table(reports: list[dict]) -> None:
     by_key: dict[tuple, list[tuple[bool, list[float]]]] = {}
     for r in reports:
         per: dict[tuple, tuple[bool, list[float]]] = {}
-        for tc in testcases([r]):
-            for pv in perf_values(tc):
+        for case in load(r).cases:
+            for pv in case.values:
                 if pv.value is not None and pv.unit != "%":
-                    per.setdefault((build_label(tc), case_name(tc), pv.var),
+                    per.setdefault((case.build, case.name, pv.var),
                                    (pv.higher_is_better, []))[1].append(float(pv.value))
         for key, item in per.items():
             by_key.setdefault(key, []).append(item)
@@ -129,40 +121,38 @@ def noise_table(reports: list[dict]) -> None:
 def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setting: tuple,
            judged_passes: int, against_host: bool) -> str:
     floor, k, max_tol = setting
-    saved = host.MIN_BUILDS
-    host.MIN_BUILDS = host.MIN_BUILDS if against_host else 10**6
-    try:
-        blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
-                                   None, references.CommentedMap(), {}, k, max_tol)
-        refs = blessed.refs
-        alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
-        for report, stored in judged:
-            inj = injected_of(report)
-            session = with_references(passes(report, 0, judged_passes), refs)
-            conf = confirmation_of(report, judged_passes, stored, refs)
-            j = gate.judge(session, conf, blessed.stats)
-            hosts += any(h.slow for h in j.hosts)
-            for b in j.builds:
-                kind = "detected" if inj and b.build == inj[0] and inj[1] >= 0.25 else (
-                    "alarm" if not inj or b.build != inj[0] else "small")
-                whole[kind, "n"] += 1
-                whole[kind, "flagged"] += b.status == gate.REGRESSION
-            for v in j.verdicts:
-                gated = v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)
-                shares[gated] += 1
-                if not gated:
-                    continue
-                flagged = v.status == gate.REGRESSION
-                if inj and v.build == inj[0]:
-                    if v.unit != "%":
-                        c = detected.setdefault(inj[1], Counter())
-                        c["values"] += 1
-                        c["flagged"] += flagged
-                else:
-                    alarms["values"] += 1
-                    alarms["flagged"] += flagged
-    finally:
-        host.MIN_BUILDS = saved
+    # as measured: no partition has enough builds for a host factor
+    policy = GatePolicy(value_floor=floor, k_sigma=k, max_tolerance=max_tol,
+                        min_builds=DEFAULT_POLICY.min_builds if against_host else 10**6)
+    blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
+                               None, references.CommentedMap(), {}, policy)
+    refs = blessed.refs
+    alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
+    for report, stored in judged:
+        inj = injected_of(report)
+        session = with_references(passes(report, 0, judged_passes), refs)
+        conf = confirmation_of(report, judged_passes, stored, refs, policy)
+        j = gate.judge(session, conf, blessed.stats, policy)
+        hosts += any(h.slow for h in j.hosts)
+        for b in j.builds:
+            kind = "detected" if inj and b.build == inj[0] and inj[1] >= 0.25 else (
+                "alarm" if not inj or b.build != inj[0] else "small")
+            whole[kind, "n"] += 1
+            whole[kind, "flagged"] += b.status == gate.REGRESSION
+        for v in j.verdicts:
+            gated = v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)
+            shares[gated] += 1
+            if not gated:
+                continue
+            flagged = v.status == gate.REGRESSION
+            if inj and v.build == inj[0]:
+                if v.unit != "%":
+                    c = detected.setdefault(inj[1], Counter())
+                    c["values"] += 1
+                    c["flagged"] += flagged
+            else:
+                alarms["values"] += 1
+                alarms["flagged"] += flagged
     det = "; ".join(f"+{lv:.0%} {c['flagged']}/{c['values']} = "
                     f"{c['flagged'] / c['values']:.0%}" for lv, c in sorted(detected.items()))
     return (f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, "
@@ -181,7 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("store", type=Path, help="results store of gate_error_rates.py")
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions blessed from")
     p.add_argument("--passes", type=int, default=3, help="passes per session the gate judges")
-    gates = f"{DEFAULT_FLOOR:g}:{K_SIGMA:g}:{MAX_TOLERANCE:g}"
+    d = DEFAULT_POLICY
+    gates = f"{d.value_floor:g}:{d.k_sigma:g}:{d.max_tolerance:g}"
     p.add_argument("--settings", default=gates,
                    help=f"FLOOR:SPREADS:MAX,... (default: the gate's {gates})")
     p.add_argument("--spread", action="store_true", help="bless from unchanged sessions "

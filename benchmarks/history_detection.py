@@ -30,7 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.results import history
-from mpimatrix.results.sessions import defined, load_report, testcases
+from mpimatrix.results.measurements import load
+from mpimatrix.results.sessions import load_report
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 
@@ -99,8 +100,8 @@ def main(argv=None) -> int:
                           and not f.name.endswith("-confirm.json")),
                          key=lambda r: r["session_info"].get("time_start_unix", 0))
         results, args.sessions = args.analyse, 0
-        first = next(((i, tc) for i, r in enumerate(reports, 1) for tc in testcases([r])
-                      if defined(tc.get("injected"))), None)
+        first = next(((i, c.tc) for i, r in enumerate(reports, 1) for c in load(r).cases
+                      if c.injected), None)
         if first is None:
             sys.exit(f"{args.analyse}: no injected session")
         args.step_at, build = first[0], build or first[1]["build_name"]

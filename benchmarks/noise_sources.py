@@ -19,16 +19,17 @@ the host (free page reporting); and (with --c2c) a CPU0<->CPU1 cache-line round
 trip measured just before it, which tells the host's vCPU
 placement phase apart from what the suite does.
 
-A variant is NAME or NAME:VAR=VALUE,VAR=VALUE: environment variables for that
-session's `mpimatrix run` (the suite's experiment knobs MPIMATRIX_CPU_BINDING=none|core
-and MPIMATRIX_IMB_ITERATIONS='-iter 200 -time 1') or
-RFM_* variables of ReFrame. Only the ReFrame JSON report format is relied on:
+A variant is NAME or NAME:ITEM,ITEM,...; an ITEM is VAR=VALUE, an environment variable
+for that session's `mpimatrix run` (the suite's experiment knob
+MPIMATRIX_CPU_BINDING=none|core, or RFM_* variables of ReFrame), or -S [TEST.]VAR=VALUE,
+a ReFrame variable of the checks, passed to ReFrame as `-S` (ImbCheck.iterations='-iter
+200 -time 1' replaces IMB's -iter/-time). Only the ReFrame JSON report format is relied on:
 runs[].testcases[] with perfvalues {"sys:part:var": [value, ref, lower, upper,
 unit, result]}, environ, display_name, result.
 
     python benchmarks/noise_sources.py -k 6 --c2c \\
         --variant now --variant unbound:MPIMATRIX_CPU_BINDING=none \\
-        --variant before:'MPIMATRIX_CPU_BINDING=none,MPIMATRIX_IMB_ITERATIONS=-iter 200 -time 1'
+        --variant before:'MPIMATRIX_CPU_BINDING=none,-S ImbCheck.iterations=-iter 200 -time 1'
     python benchmarks/noise_sources.py --from-json results/noise/noise-X.json --detail
 """
 
@@ -47,6 +48,7 @@ import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 HIGHER_IS_BETTER_UNITS = {"MB/s", "%", "GB/s", "msg/s"}
@@ -145,16 +147,27 @@ def run_c2c(exe: Path | None) -> float | None:
 
 
 # -- sessions ----------------------------------------------------------------------------------
-def parse_variant(spec: str) -> tuple[str, dict[str, str]]:
+class Variant(NamedTuple):
+    name: str
+    env: dict[str, str]  # environment variables of the session's `mpimatrix run`
+    setvars: list[str]  # ReFrame variables: [TEST.]VAR=VALUE, each passed as -S
+
+
+def parse_variant(spec: str) -> Variant:
     name, _, rest = spec.partition(":")
-    env = {}
-    # a comma starts the next variable only when what follows looks like NAME=
-    for item in filter(None, re.split(r",(?=[A-Z_][A-Z0-9_]*=)", rest)):
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"noise_sources: bad variant {spec!r} (want NAME:VAR=VALUE,...)")
-        env[key] = value
-    return name, env
+    env, setvars = {}, []
+    # a comma starts the next item only when what follows looks like NAME= or -S
+    for item in filter(None, re.split(r",(?=[A-Z_][A-Z0-9_]*=|-S)", rest)):
+        setvar = item.startswith("-S")
+        key, sep, value = (item[2:].strip() if setvar else item).partition("=")
+        if not sep or not key:
+            raise SystemExit(f"noise_sources: bad variant {spec!r} (want "
+                             "NAME:VAR=VALUE,-S TEST.VAR=VALUE,...)")
+        if setvar:
+            setvars.append(f"{key}={value}")
+        else:
+            env[key] = value
+    return Variant(name, env, setvars)
 
 
 def interleaved(names: list[str], k: int) -> list[str]:
@@ -172,12 +185,13 @@ def mpimatrix_exe(arg: str | None) -> str:
     return str(local) if local.exists() else (shutil.which("mpimatrix") or "mpimatrix")
 
 
-def run_session(exe: str, mode: str, variant: tuple[str, dict[str, str]], only: list[str],
+def run_session(exe: str, mode: str, variant: Variant, only: list[str],
                 rfm_args: list[str], out_dir: Path, c2c: Path | None, index: int) -> dict:
-    name, env_extra = variant
+    name, env_extra, setvars = variant
     report = out_dir / f"session-{index:03d}-{name}.json"
     cmd = [exe, "run", "--mode", mode, *(a for o in only for a in ("--only", o)),
-           "--", "--report-file", str(report), *rfm_args]
+           "--", "--report-file", str(report), *rfm_args,
+           *(a for v in setvars for a in ("-S", v))]
     ctx = {"load": Path("/proc/loadavg").read_text().split()[0], "busiest": busiest(),
            "c2c_ns": run_c2c(c2c)}
     ticks0, rep0, t0 = cpu_ticks(), reported_kib(), time.monotonic()
@@ -196,8 +210,9 @@ def run_session(exe: str, mode: str, variant: tuple[str, dict[str, str]], only: 
         report = Path(m[-1]) if m else report
     values, failed = read_report(report) if report.exists() else ({}, -1)
     total = sum(ticks1[k] - ticks0[k] for k in ticks0) or 1
-    return {"variant": name, "env": env_extra, "index": index, "rc": proc.returncode,
-            "wall_s": round(wall, 2), "report": str(report), "failed": failed,
+    return {"variant": name, "env": env_extra, "setvars": setvars, "index": index,
+            "rc": proc.returncode, "wall_s": round(wall, 2), "report": str(report),
+            "failed": failed,
             "steal_pct": round(100 * (ticks1["steal"] - ticks0["steal"]) / total, 2),
             # CPU seconds used on this machine by anything but this session: another
             # user's job running alongside disturbs every value of the session.
@@ -300,7 +315,8 @@ def analyse(sessions: list[dict], detail: bool = False, by_build: bool = False) 
         if not sm:
             print(f"{name:14} {len(sel):>4}  (fewer than 2 sessions with values)")
             continue
-        env = ",".join(f"{k}={v}" for k, v in sel[0]["env"].items()) or "-"
+        env = ",".join([*(f"{k}={v}" for k, v in sel[0]["env"].items()),
+                        *(f"-S {v}" for v in sel[0].get("setvars", []))]) or "-"
         print(f"{name:14} {sm['sessions']:>4} {sm['n_values']:>6} {sm['rcv']:>6.1%} "
               f"{sm['rcv_p90']:>7.1%} {sm['gt13']:>6.0%} {sm['slow']:>6.1%} {sum(walls):>10.0f} "
               f"{statistics.fmean(walls):>6.1f} {sum(max(s['failed'], 0) for s in sel):>4}  {env}")
@@ -336,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))
     p.add_argument("--variant", action="append", default=[],
-                   help="NAME[:VAR=VALUE,...] (repeatable; default: baseline and "
+                   help="NAME[:VAR=VALUE,-S TEST.VAR=VALUE,...] (repeatable; default: baseline and "
                         "unbound:MPIMATRIX_CPU_BINDING=none)")
     p.add_argument("-k", "--sessions", type=int, default=6, help="sessions per variant (6)")
     p.add_argument("--mode", default="quick", help="mpimatrix run --mode (quick)")
@@ -368,19 +384,18 @@ def main(argv: list[str] | None = None) -> int:
 
     variants = [parse_variant(v) for v in args.variant or
                 ["now", "unbound:MPIMATRIX_CPU_BINDING=none"]]
-    if len({n for n, _ in variants}) != len(variants):
+    if len({v.name for v in variants}) != len(variants):
         raise SystemExit("noise_sources: variant names must differ")
     stamp = time.strftime("%Y%m%dT%H%M%S")
     out_dir = args.out / f"noise-{stamp}"
     out_dir.mkdir(parents=True, exist_ok=True)
     c2c = build_c2c(Path(tempfile.mkdtemp(prefix="c2c-", dir=out_dir))) if args.c2c else None
     exe = mpimatrix_exe(args.mpimatrix)
-    by_name = dict(variants)
+    by_name = {v.name: v for v in variants}
     sessions = []
-    order = interleaved([n for n, _ in variants], args.sessions)
+    order = interleaved([v.name for v in variants], args.sessions)
     for i, name in enumerate(order):
-        s = run_session(exe, args.mode, (name, by_name[name]), args.only, rfm_args, out_dir,
-                        c2c, i)
+        s = run_session(exe, args.mode, by_name[name], args.only, rfm_args, out_dir, c2c, i)
         sessions.append(s)
         print(f"[{i + 1}/{len(order)}] {name}: {s['wall_s']:.0f} s, rc={s['rc']}, "
               f"{len(s['values'])} values, {s['failed']} failed, c2c={s['c2c_ns']}, "

@@ -50,6 +50,11 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     #: IMB version and where the install comes from (run record, for reports).
     imb_version = variable(str, value="")
 
+    #: IMB options in place of the profile's -iter/-time, for experiments
+    #: (`-S ImbCheck.iterations='-iter 200 -time 1'`; benchmarks/noise_sources.py
+    #: compares settings); "" = the profile's.
+    iterations = variable(str, value="")
+
     @run_after("init")
     def _select(self):
         self.bench = BY_KEY[self.benchmark]
@@ -72,10 +77,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
                                                    self.bench.binary))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]
-        # MPIMATRIX_IMB_ITERATIONS replaces the profile's -iter/-time, for experiments
-        # (benchmarks/noise_sources.py compares settings).
-        iterations = shlex.split(os.environ.get("MPIMATRIX_IMB_ITERATIONS", "")) or \
-            ITERATIONS[self.profile]
+        iterations = shlex.split(self.iterations) or ITERATIONS[self.profile]
         self.executable_opts = [self.bench.name, "-msglen", "imb_msglen.txt", *iterations,
                                 "-npmin", str(self.placement.ranks)]
         self.use_benchmark(imb)

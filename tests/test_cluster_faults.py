@@ -31,7 +31,7 @@ from mpimatrix.rfm.squeue_all import (
     unavailable,
 )
 from mpimatrix.run import progress
-from mpimatrix.run.selection import ignored_under_mode, name_patterns, osu_note
+from mpimatrix.run.selection import ignored_under_mode, name_patterns, osu_note, setvar_args
 from mpimatrix.site.config import MODES
 from mpimatrix.site.partitions import check_current_system, keep_partitions, partition_patterns
 from mpimatrix.site.vcluster_system import system
@@ -223,6 +223,14 @@ def test_name_patterns_as_reframe_lists_them():
                           "-r", "--exclude=Osu Check", "-xA B"]) == [
         "-n", "ImbCheck%placement=internode%benchmark=MPI1:PingPong", "-r",
         "--exclude=OsuCheck", "-xAB"]
+
+
+def test_reframe_variables_of_the_session_go_to_its_confirmation():
+    assert setvar_args(["-n", "X", "-S", "ImbCheck.iterations=-iter 200 -time 1",
+                        "-Shang_budget=3m", "--setvar", "a=1", "--setvar=b=2", "-r"]) == [
+        "--setvar=ImbCheck.iterations=-iter 200 -time 1", "--setvar=hang_budget=3m",
+        "--setvar=a=1", "--setvar=b=2"]
+    assert setvar_args(["-n", "X", "--performance-report"]) == []
 
 
 def test_p_under_a_mode_is_named_ignored():

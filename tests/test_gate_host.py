@@ -14,10 +14,11 @@ import statistics
 import pytest
 from helpers import six_pass_session
 
-from mpimatrix.cli.bless import DEFAULT_FLOOR
 from mpimatrix.results import gate, references
-from mpimatrix.results.gate_builds import BUILDS_KEY, DEFAULT_BUILD_TOLERANCE
-from mpimatrix.results.samples import BUILD_FLOOR
+from mpimatrix.results.gate_builds import BUILDS_KEY
+from mpimatrix.results.policy import DEFAULT_POLICY
+
+DEFAULT_FLOOR = DEFAULT_POLICY.value_floor
 
 VICTIM = "mpich-5.0.2-pypi"
 
@@ -63,7 +64,7 @@ def test_bless_divides_each_session_by_its_host_factor_and_keeps_the_builds_spre
     imb = {"impi-2021_18_1-pypi", "mpich-4_0_2-debian", "mpich-5_0_2-pypi"}
     assert set(builds) == imb
     for rec in builds.values():
-        assert len(rec["factors"]) == 5 and rec["tolerance"] >= BUILD_FLOOR
+        assert len(rec["factors"]) == 5 and rec["tolerance"] >= DEFAULT_POLICY.build_floor
     rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
     assert rec["basis"] == "best of each session's 3 passes, against the host"
@@ -123,7 +124,7 @@ def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_wh
                    if v.build == VICTIM and not v.with_build)
     # without the bless statistics the default build tolerance applies
     j = gate.judge(against(recorded(6), blessed, {VICTIM: step}), None, None)
-    assert {b.build: b for b in j.builds}[VICTIM].tolerance == DEFAULT_BUILD_TOLERANCE
+    assert {b.build: b for b in j.builds}[VICTIM].tolerance == DEFAULT_POLICY.build_floor
 
 
 def test_a_build_in_a_slow_state_of_its_own_hides_no_other_build(blessed):
@@ -214,7 +215,7 @@ def test_values_that_moved_with_a_regressed_build_are_named_with_it(blessed_wide
         assert v.confirmation, "judged on its confirmation too"
         assert f"with the whole build, {v.tolerance:+.0%} alone)" in v.line(), v.line()
         assert " against the least-slowed build (factor " in v.line(), v.line()
-    assert v.with_build_share * DEFAULT_FLOOR >= gate.WITH_BUILD_FLOOR
+    assert v.with_build_share * DEFAULT_FLOOR >= DEFAULT_POLICY.with_build_floor
 
 
 def test_a_build_whose_slowdown_the_confirmation_does_not_repeat_names_no_value(blessed_wide):
@@ -228,14 +229,13 @@ def test_a_build_whose_slowdown_the_confirmation_does_not_repeat_names_no_value(
 
 
 def with_build_candidate(session: float, confirmation: float,
-                         confirm_least: float = 1.0) -> gate.Verdict:
+                         confirm_least: float = 1.0) -> gate.ValueVerdict:
     """An 8 B Ibcast time (reference 0.47 us, own tolerance 30 %, blessed spread 3 %) of
     a build that regressed as a whole, as measured in the session and again."""
-    v = gate.Verdict("b", "b", "Imb NBC:Ibcast", "intranode", "s:p", "t_pure_8B", "t_pure",
-                     8, "us", False, 0.47, None, 0.3, samples=[session, 1.09],
-                     spread=0.03, status=gate.NOISE)
-    gate._with_build(v, [confirmation, 0.6], 1.004, confirm_least)
-    return v
+    v = gate.ValueVerdict("b", "b", "Imb NBC:Ibcast", "intranode", "s:p", "t_pure_8B",
+                          "t_pure", 8, "us", False, 0.47, None, 0.3, samples=(session, 1.09),
+                          spread=0.03, status=gate.NOISE)
+    return gate._with_build(v, (confirmation, 0.6), 1.004, confirm_least)
 
 
 def test_a_value_named_with_its_build_is_judged_on_session_and_confirmation_together():
@@ -247,7 +247,7 @@ def test_a_value_named_with_its_build_is_judged_on_session_and_confirmation_toge
     named = with_build_candidate(0.63, 0.555, 1.083)
     assert named.status == gate.REGRESSION and named.with_build
     alone = (0.63 / 1.004 / 0.47, 0.555 / 1.083 / 0.47)
-    assert alone[1] < 1 + gate.WITH_BUILD_FLOOR
+    assert alone[1] < 1 + DEFAULT_POLICY.with_build_floor
     assert named.change == pytest.approx(statistics.geometric_mean(alone) - 1)
     assert named.confirm_host == 1.083 and ("(geometric mean of the session's and the "
                                             "confirmation's best, 4 sample(s) [0.63, 1.09, "

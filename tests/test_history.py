@@ -13,6 +13,7 @@ import pytest
 from helpers import six_pass_session
 
 from mpimatrix.results import history
+from mpimatrix.results.policy import DEFAULT_POLICY
 
 VICTIM = "mpich-5.0.2-pypi"
 
@@ -75,7 +76,8 @@ def test_a_step_below_the_tolerance_is_found_at_its_session_and_nowhere_else():
     assert len(moved) >= 0.75 * len(values), [c.line() for c in mine]
     for c in moved:
         assert c.point.session == whole.point.session and c.worse
-        assert c.pvalue <= history.WITH_BUILD_PVALUE and abs(c.change) >= history.MIN_BUILD_STEP
+        assert c.pvalue <= DEFAULT_POLICY.with_build_pvalue
+        assert abs(c.change) >= DEFAULT_POLICY.min_build_step
     assert whole.worse and whole.change == pytest.approx(0.15, abs=0.03)
     assert whole.line().startswith(f"SLOWER {VICTIM} (the whole build, local:default): +")
     assert "against the host" in whole.line() and "from session s0" in whole.line()
@@ -89,8 +91,8 @@ def test_without_a_step_no_build_and_no_host_moves():
     assert not [c for c in changes if c.series.whole_build or c.series.build == history.HOST]
     assert len(changes) <= 1, [c.line() for c in changes]
     for c in changes:
-        assert abs(c.change) >= history.MIN_STEP
-        assert c.pvalue < history.LONE_PVALUE_SHARE * history.MAX_PVALUE
+        assert abs(c.change) >= DEFAULT_POLICY.min_step
+        assert c.pvalue < DEFAULT_POLICY.lone_pvalue_share * DEFAULT_POLICY.max_pvalue
         i = c.index
         assert history.MIN_SEGMENT <= i <= len(c.series.points) - history.MIN_SEGMENT
 

@@ -17,11 +17,11 @@ import yaml
 from helpers import FIXTURES, ROOT
 
 from mpimatrix.results import gate
+from mpimatrix.results.measurements import load as session_view
 from mpimatrix.results.report import ChangePoint, Verdict, load, make_report
 from mpimatrix.results.report.compare import choose_baseline
-from mpimatrix.results.report.judge import history_change_points
-from mpimatrix.results.report.model import session_view
-from mpimatrix.results.report.stats import crossovers, curves, ratios
+from mpimatrix.results.report.gate_view import history_change_points
+from mpimatrix.results.report.repetitions import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -174,7 +174,7 @@ def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
     refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
     rep = make_report([loaded], references=refs)
     gated = {(v.environ, v.var, v.check, v.placement): v.status
-             for v in gate.verdicts(loaded, [], None)}
+             for v in gate.judge(loaded, [], None).verdicts}
     want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
     got = {(r["build"], r["benchmark"], r["placement"], r["what"])
            for r in rep.context["regressions"] + rep.context["noise"]}
@@ -191,8 +191,8 @@ def session_values(sessions: list[dict], env: str, key: str, var: str) -> list[f
 
 
 def gate_statistics(refs: dict, sessions: list[dict]) -> dict:
-    """$statistics as the regression gate will write it: a value whose spread over the
-    blessing sessions exceeds the tolerance is not gated."""
+    """The noise statistics as `mpimatrix bless` writes them (<system>.stats.yaml): a
+    value whose spread over the blessing sessions exceeds the tolerance is not gated."""
     stats: dict = {}
     for cls, parts in refs.items():
         for part, envs in parts.items():
@@ -218,12 +218,12 @@ def test_values_not_gated_and_why_come_from_statistics(nightly, refs, nightly_re
     not_gated = sum(1 for p in stats["ImbCheck"].values() for e in p.values()
                     for k in e.values() for v in k.values() if not v["gated"])
     assert not_gated > 0
-    rep = make_report(nightly, references={**refs, "$statistics": stats})
+    rep = make_report(nightly, references=refs, statistics=stats)
     rows = rep.context["not_gated"]
     assert len(rows) == not_gated
     assert all(r["reason"].startswith("spread ") for r in rows)
     assert html.escape(rows[0]["reason"]) in rep.html
-    assert nightly_report.context["not_gated"] == []  # no $statistics: tolerated
+    assert nightly_report.context["not_gated"] == []  # no statistics: tolerated
 
 
 def test_trends_cover_every_session_and_take_change_points(nightly, refs):

@@ -13,6 +13,7 @@ scaling of the IMB studies), all nodes x 1, and full nodes at 1, 2, 4 ... nodes.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -48,6 +49,15 @@ class Placement:
 INTRANODE = Placement(1, 2, "intranode")
 INTERNODE = Placement(2, 1, "internode")
 POINT_TO_POINT = (INTRANODE, INTERNODE)
+
+
+def placement_named(name: str) -> Placement | None:
+    """The placement a name stands for (intranode, internode, 4x2), None for another name."""
+    fixed = {p.label: p for p in POINT_TO_POINT}
+    if name in fixed:
+        return fixed[name]
+    m = re.fullmatch(r"(\d+)x(\d+)", name)
+    return Placement(int(m.group(1)), int(m.group(2))) if m else None
 
 #: Node counts of the collective scaling placements.
 SCALING_NODES = (2, 4, 8)

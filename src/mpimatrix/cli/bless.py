@@ -6,45 +6,33 @@ from pathlib import Path
 
 from ..paths import references_dir
 from ..results import references
-from ..results.sessions import (
-    SessionError,
-    build_label,
-    defined,
-    session_info,
-    session_mode,
-    testcases,
-)
+from ..results.measurements import Session, as_sessions
+from ..results.policy import DEFAULT_POLICY
+from ..results.sessions import SessionError
 from ..run import machine
 from ..run.session import load_record_path
 from .session_args import sessions_from_args
 
-#: The smallest tolerance of a value judged alone: wide enough for the states a single
-#: value holds for minutes on a shared node, which bless rarely sees (docs/validation.md).
-#: Smaller steps are found through the whole build (gate.py) and in the history.
-DEFAULT_FLOOR = 0.3
 
-
-def not_a_reference(session: dict, mode: str | None) -> str:
+def not_a_reference(session: Session, mode: str | None) -> str:
     """Why a session cannot be blessed from ("" if it can): a confirmation re-measures
     only the values that looked slow, the injector slowed a build on purpose."""
-    info = session_info(session)
-    if defined(info.get("confirms")):
-        return f"a confirmation of session {info['confirms']} (only values that looked slow)"
-    injected = {build_label(tc) for tc in testcases([session]) if defined(tc.get("injected"))}
-    if injected:
-        return f"the regression injector slowed {', '.join(sorted(injected))}"
-    if mode and session_mode(info) != mode:
-        return f"mode {session_mode(info) or 'unknown'}, not {mode}"
+    if session.confirms:
+        return f"a confirmation of session {session.confirms} (only values that looked slow)"
+    if session.injected_builds:
+        return f"the regression injector slowed {', '.join(sorted(session.injected_builds))}"
+    if mode and session.mode != mode:
+        return f"mode {session.mode if session.mode != '?' else 'unknown'}, not {mode}"
     return ""
 
 
 def cmd_bless(args) -> int:
-    sessions = sessions_from_args(args)
+    sessions = as_sessions(sessions_from_args(args))
     usable = []
     for s in sessions:
         why = not_a_reference(s, args.mode)
         if why:
-            print(f"mpimatrix bless: left out session {s['session_info'].get('uuid')}: {why}")
+            print(f"mpimatrix bless: left out session {s.uuid}: {why}")
         else:
             usable.append(s)
     if not usable:
@@ -53,11 +41,10 @@ def cmd_bless(args) -> int:
     sessions = usable
     if not args.include_disturbed:
         busy = machine.loads(load_record_path())
-        left_out = [s for s in sessions
-                    if busy.get(s.get("session_info", {}).get("uuid"), {}).get("disturbed")]
+        left_out = [s for s in sessions if busy.get(s.uuid, {}).get("disturbed")]
         for s in left_out:
-            b = busy[s["session_info"]["uuid"]]
-            print(f"mpimatrix bless: left out session {s['session_info']['uuid']}: "
+            b = busy[s.uuid]
+            print(f"mpimatrix bless: left out session {s.uuid}: "
                   f"{machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}")
         sessions = [s for s in sessions if s not in left_out]
         if not sessions:
@@ -65,12 +52,12 @@ def cmd_bless(args) -> int:
                                "new ones on a quiet machine (or --include-disturbed)")
     system = args.system
     if system is None:
-        systems = {tc.get("system") for tc in testcases(sessions)} - {None}
+        systems = {c.tc.get("system") for s in sessions for c in s.cases} - {None}
         if len(systems) != 1:
             raise SessionError(f"the sessions cover systems {sorted(systems) or 'none'}; "
                                "choose one with --system")
         system = systems.pop()
-    runs = sum(len(s.get("runs", [])) for s in sessions)
+    runs = sum(s.runs for s in sessions)
     if runs < 5:
         print(f"mpimatrix bless: WARNING: {runs} session run(s); with fewer than 5 the "
               "spread of a value is a guess and values with under 3 samples are not gated")
@@ -102,7 +89,7 @@ def register(sub) -> None:
                    "must cover, which back-to-back sessions miss")
     s.add_argument("--mode", help="only sessions of this mpimatrix run mode (e.g. nightly)")
     s.add_argument("--system", help="system to bless (default: the sessions' one)")
-    s.add_argument("--tolerance", type=float, default=DEFAULT_FLOOR,
+    s.add_argument("--tolerance", type=float, default=DEFAULT_POLICY.value_floor,
                    help="the smallest tolerance a value gets (default 0.3 = 30%%; a quiet "
                    "dedicated node allows 0.1); noisier values get a wider one from their "
                    "spread, up to 30%% or this floor")

@@ -7,11 +7,13 @@ Exit code 1 when a step for the worse is new (not printed by an earlier run),
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ..atomic import atomic_write
 from ..paths import results_dir
 from ..results import history
+from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
 from ..run.stored import sessions_in, stored_sessions
 from .session_args import period
@@ -22,11 +24,12 @@ def cmd_changes(args) -> int:
         sessions = stored_sessions(args.session)
     else:
         sessions = sessions_in(period(args.since))
-    series = history.against_host(history.series_of(sessions))
+    policy = replace(DEFAULT_POLICY, max_pvalue=args.pvalue)
+    series = history.against_host(history.series_of(sessions), policy)
     if not series:
         raise SessionError("no performance values in the stored sessions"
                            + ("" if args.session else f" of the last {args.since}"))
-    changes = history.changes_of(series, args.pvalue)
+    changes = history.changes_of(series, policy)
     state = results_dir() / "history" / "reported-changes.json"
     seen = reported(state)
     new = [c for c in changes if c.ident not in seen]
@@ -58,9 +61,9 @@ def register(sub) -> None:
                        "step for the worse is new)")
     s.add_argument("--since", default="30d", help="period of stored sessions (default 30d)")
     s.add_argument("--session", action="append", help="these stored sessions instead")
-    s.add_argument("--pvalue", type=float, default=history.MAX_PVALUE,
+    s.add_argument("--pvalue", type=float, default=DEFAULT_POLICY.max_pvalue,
                    help=f"significance of a step of a whole build or the host (default "
-                   f"{history.MAX_PVALUE}; a value's own: a tenth of it)")
+                   f"{DEFAULT_POLICY.max_pvalue}; a value's own: a tenth of it)")
     s.add_argument("--all", action="store_true", help="print every step, not only new ones")
     s.add_argument("--dry-run", action="store_true",
                    help="do not remember the steps printed as reported")

@@ -15,7 +15,8 @@ ReFrame checks each sample against its reference as it runs. When a session's be
 outside its tolerance, `mpimatrix run` measures the test case again on every build (a
 confirmation session stored with `confirms=<uuid>`), and the value is a regression only
 if the confirmation's best, against its own host factor, is still outside (in a build
-that regressed as a whole: WITH_BUILD_*). The database keeps every sample.
+that regressed as a whole: at its with-build tolerance, GatePolicy.with_build_*). The
+database keeps every sample.
 """
 
 from __future__ import annotations
@@ -25,27 +26,26 @@ from dataclasses import dataclass, field, replace
 
 from ..units import human_size
 from . import host
-from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdowns
-from .sessions import build_label, case_name, check_label, perf_values, testcases
+from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
+from .measurements import Case, PerfValue, Session, ValueKey, as_session, as_sessions
+from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
-
-#: Two tests, each with its own false-alarm rate. A value alone: outside its own
-#: tolerance (at least bless's floor, 30 %) in the session and in the confirmation. A
-#: build as a whole (gate_builds.py) first; only in a build that regressed as a whole
-#: each value again, at its with-build tolerance (these many blessed spreads, at least
-#: this floor, at most its own tolerance), on the geometric mean of its session and
-#: confirmation bests: a value has fast and slow states of its own, and requiring each
-#: outside missed 7 of 78 values of a build slowed by 25 % (docs/noise.md).
-WITH_BUILD_FLOOR = 0.1
-WITH_BUILD_SIGMAS = 2.0
 
 #: Statuses, worst first.
 REGRESSION, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
     "regression", "noise", "pass", "not gated", "no reference")
 
 
-@dataclass
-class Verdict:
+@dataclass(frozen=True)
+class ValueVerdict:
+    """The gate's verdict on one performance value of a session. Two tests, each with its
+    own false-alarm rate: a value alone, outside its own tolerance in the session and in
+    the confirmation; and, only in a build that regressed as a whole, each value again
+    at its with-build tolerance (policy.with_build_*: so many blessed spreads, at least
+    the floor, at most its own tolerance) on the geometric mean of its session and
+    confirmation bests: a value has fast and slow states of its own, and requiring each
+    outside missed 7 of 78 values of a build slowed by 25 % (docs/validation.md)."""
+
     build: str
     environ: str
     check: str
@@ -59,20 +59,30 @@ class Verdict:
     reference: float | None
     lower: float | None
     upper: float | None
-    samples: list[float] = field(default_factory=list)  # the session's own passes
-    confirmation: list[float] = field(default_factory=list)  # samples measured again
+    samples: tuple[float, ...] = ()  # the session's own passes
+    confirmation: tuple[float, ...] = ()  # samples measured again
     host: float | None = None  # the session's host factor (None: judged as measured)
     confirm_host: float | None = None  # the confirmation's host factor
     first_failed: bool = False  # the best of the session's own samples was outside
     with_build: bool = False  # a regression at the with-build tolerance
-    key: tuple = ()
+    key: ValueKey | None = None
     status: str = PASS
     reason: str = ""  # why not gated (from the statistics file), when known
     spread: float = 0.0  # blessed robust spread (CV), 0 when the statistics lack it
+    policy: GatePolicy = field(default=DEFAULT_POLICY, repr=False)
+
+    @classmethod
+    def of(cls, case: Case, pv: PerfValue, rec: dict, policy: GatePolicy) -> ValueVerdict:
+        """The value as its first sample found it; rec: what bless wrote about it."""
+        return cls(case.build, case.environ, case.check, case.placement, case.partition,
+                   pv.var, pv.quantity, pv.size, pv.unit, pv.higher_is_better, pv.ref,
+                   pv.lower, pv.upper, key=case.value_key(pv.var),
+                   reason=str(rec.get("reason", "")), spread=float(rec.get("spread") or 0.0),
+                   policy=policy)
 
     @property
     def all_samples(self) -> list[float]:
-        return self.samples + self.confirmation
+        return [*self.samples, *self.confirmation]
 
     @property
     def first(self) -> float:
@@ -94,7 +104,7 @@ class Verdict:
     def value(self) -> float:
         """What the gate judges. A value alone: the better of the session's best and
         the confirmation's (both must be outside). A value named with its build: their
-        geometric mean (WITH_BUILD_*)."""
+        geometric mean."""
         if self.with_build:
             return statistics.geometric_mean(self.judged)
         return best(self.judged, self.higher_is_better)
@@ -108,6 +118,20 @@ class Verdict:
         return self.lower if self.higher_is_better else self.upper
 
     @property
+    def share(self) -> bool:
+        """A percentage (an overlap): judged in percentage points (bless's tolerance)."""
+        return self.unit == "%"
+
+    @property
+    def change_label(self) -> str:
+        """The change against the reference: "+31%", or for a share "-12.5 points"."""
+        if self.change is None:
+            return "n/a"
+        if self.share:
+            return f"{self.value - self.reference:+.1f} points"
+        return f"{self.change:+.0%}"
+
+    @property
     def host_judged(self) -> bool:
         """A gated time or rate: judged against the host (a percentage is neither)."""
         return bool(self.reference) and self.unit != "%" and self.tolerance is not None
@@ -118,7 +142,8 @@ class Verdict:
         own = abs(self.tolerance or 0.0)
         if not own:
             return 1.0
-        return min(1.0, max(WITH_BUILD_FLOOR, WITH_BUILD_SIGMAS * self.spread) / own)
+        wanted = max(self.policy.with_build_floor, self.policy.with_build_sigmas * self.spread)
+        return min(1.0, wanted / own)
 
     @property
     def tolerance_label(self) -> str:
@@ -126,6 +151,8 @@ class Verdict:
         build, +30% alone"."""
         if self.tolerance is None:
             return "none"
+        if self.share and self.reference:
+            return f"{self.tolerance * self.reference:+.0f} points"
         if self.with_build:
             return (f"{self.with_build_share * self.tolerance:+.0%} with the whole build, "
                     f"{self.tolerance:+.0%} alone")
@@ -159,10 +186,10 @@ class Verdict:
         what = (f"{self.build} {self.check} {self.placement} {self.quantity}{size}")
         samples = ", ".join(f"{x:.3g}" for x in self.all_samples)
         tol = self.tolerance_label
-        change = f"{self.change:+.0%}" if self.change is not None else "n/a"
-        hosts = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
-        against = (f" {self.judged_against} {', '.join(f'{h:.2f}' for h in hosts)})"
-                   if hosts else "")
+        change = self.change_label
+        hosts_ = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
+        against = (f" {self.judged_against} {', '.join(f'{h:.2f}' for h in hosts_)})"
+                   if hosts_ else "")
         return (f"REGRESSION {what}: {change}{against} ({self.basis} "
                 f"[{samples}] {self.unit} vs reference {self.reference:.3g} "
                 f"{self.unit}, tolerance {tol})")
@@ -170,7 +197,7 @@ class Verdict:
 
 @dataclass
 class Judgement:
-    verdicts: list[Verdict]
+    verdicts: list[ValueVerdict]
     hosts: list[Host]
     builds: list[BuildVerdict]
 
@@ -181,80 +208,83 @@ class Judgement:
                 + [v.line() for v in self.verdicts if v.status == REGRESSION])
 
 
-def _key(tc: dict, var: str) -> tuple:
-    return tc.get("system"), tc.get("partition"), tc.get("environ"), case_name(tc), var
-
-
-def judge(session: dict, confirmations: list[dict] | None = None,
-          stats: dict | None = None) -> Judgement:
+def judge(session: Session | dict, confirmations: list | None = None,
+          stats: dict | None = None, policy: GatePolicy = DEFAULT_POLICY) -> Judgement:
     """One verdict per performance value of the session (its passes pooled), the host
     factor of each partition and a verdict per build; the samples of the confirmation
-    sessions decide the values and builds whose session best failed."""
-    out: dict[tuple, Verdict] = {}
-    for tc in testcases([session]):
-        for pv in perf_values(tc):
+    sessions decide the values and builds whose session best failed. Each step below
+    returns new verdicts."""
+    measured = _measured(as_session(session), stats, policy)
+    confirmed = _confirmed(as_sessions(confirmations or []), measured)
+    names = {v.environ: v.build for v in measured.values()}
+    first_rows = slowdown_table(measured.values(), lambda v: v.samples, policy)
+    first_hosts = hosts(first_rows, names, policy)
+    builds = build_verdicts(first_rows, names, stats, policy)
+    values = [_first(v, first_hosts[v.partition]) for v in measured.values()]
+    # the confirmation: its own host factors and build factors, from what it measured
+    again_rows = slowdown_table(values, lambda v: confirmed.get(v.key, ()), policy)
+    conf_hosts = hosts(again_rows, names, policy)
+    conf_builds = {(b.partition, b.build): b.factor
+                   for b in build_verdicts(again_rows, names, stats, policy)}
+    values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
+              for v in values]
+    builds = [_build_decided(b, conf_builds.get((b.partition, b.build))) for b in builds]
+    regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
+    values = [_with_build(v, confirmed.get(v.key, ()),
+                          host.judging(first_hosts[v.partition].least),
+                          host.judging(conf_hosts[v.partition].least))
+              if (v.partition, v.build) in regressed else v for v in values]
+    builds = [replace(b, regressed_values=sum(
+        v.status == REGRESSION for v in values if (v.partition, v.build) == (b.partition, b.build)))
+        for b in builds]
+    hosts_ = [replace(first_hosts[p], confirm_factor=conf_hosts[p].factor)
+              for p in sorted(first_hosts)]
+    return Judgement(sorted(values, key=lambda v: (v.build, v.check, v.placement, v.var)),
+                     hosts_, builds)
+
+
+def _measured(session: Session, stats: dict | None, policy: GatePolicy
+              ) -> dict[ValueKey, ValueVerdict]:
+    """Each value with the session's samples of it (every run pooled)."""
+    samples: dict[ValueKey, list[float]] = {}
+    out: dict[ValueKey, ValueVerdict] = {}
+    for case in session.cases:
+        for pv in case.values:
             if pv.value is None:
                 continue
-            k = _key(tc, pv.var)
-            v = out.get(k)
-            if v is None:
-                v = out[k] = Verdict(
-                    build_label(tc), tc.get("environ", "?"), check_label(tc),
-                    str(tc.get("placement", "")), f"{tc.get('system')}:{tc.get('partition')}",
-                    pv.var, pv.quantity, pv.size, pv.unit, pv.higher_is_better, pv.ref,
-                    pv.lower, pv.upper, key=k)
-                rec = _stats_record(stats, tc, pv.var)
-                v.reason = str(rec.get("reason", ""))
-                v.spread = float(rec.get("spread") or 0.0)
-            v.samples.append(float(pv.value))
-    confirmed: dict[tuple, list[float]] = {}
-    for conf in confirmations or []:
-        for tc in testcases([conf]):
-            for pv in perf_values(tc):
-                if _key(tc, pv.var) in out and pv.value is not None:
-                    confirmed.setdefault(_key(tc, pv.var), []).append(float(pv.value))
-    slow = slowdowns(out.values(), lambda v: v.samples)
-    first_hosts = hosts(slow)
-    builds = build_verdicts(slow, first_hosts, stats)
-    for v in out.values():
-        v.host = host.judging(first_hosts[v.partition].factor) if v.host_judged else None
-        v.first_failed = bool(v.samples) and v.outside(v.first)
-    # the confirmation: its own host factors and build factors, from what it measured
-    again = slowdowns(out.values(), lambda v: confirmed.get(v.key, []))
-    conf_hosts = hosts(again)
-    conf_builds = {(b.partition, b.build): b.factor
-                   for b in build_verdicts(again, conf_hosts, stats)}
-    for v in out.values():
-        if v.first_failed and v.key in confirmed:
-            v.confirmation = confirmed[v.key]
-            v.confirm_host = host.judging(conf_hosts[v.partition].factor)
-        v.status = _decide(v)
-    for part, h in first_hosts.items():
-        h.confirm_factor = conf_hosts[part].factor
-    for b in builds:
-        b.confirm_factor = conf_builds.get((b.partition, b.build))
-        b.status = (PASS if not b.first_failed else REGRESSION
-                    if b.confirm_factor is None or b.confirm_factor > 1 + b.tolerance
-                    else NOISE)
-    regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
-    for v in out.values():
-        if (v.partition, v.build) in regressed:
-            _with_build(v, confirmed.get(v.key, []),
-                        host.judging(first_hosts[v.partition].least),
-                        host.judging(conf_hosts[v.partition].least))
-    for b in builds:
-        b.regressed_values = sum(v.status == REGRESSION for v in out.values()
-                                 if (v.partition, v.build) == (b.partition, b.build))
-    verdicts = sorted(out.values(), key=lambda v: (v.build, v.check, v.placement, v.var))
-    return Judgement(verdicts, [first_hosts[p] for p in sorted(first_hosts)], builds)
+            k = case.value_key(pv.var)
+            if k not in out:
+                out[k] = ValueVerdict.of(case, pv, _stats_record(stats, case, pv.var), policy)
+            samples.setdefault(k, []).append(float(pv.value))
+    return {k: replace(v, samples=tuple(samples[k])) for k, v in out.items()}
 
 
-def verdicts(session: dict, confirmations: list[dict] | None = None,
-             stats: dict | None = None) -> list[Verdict]:
-    return judge(session, confirmations, stats).verdicts
+def _confirmed(confirmations: list[Session], measured: dict) -> dict[ValueKey, tuple]:
+    """The confirmation sessions' samples of the session's values."""
+    out: dict[ValueKey, list[float]] = {}
+    for conf in confirmations:
+        for case in conf.cases:
+            for pv in case.values:
+                k = case.value_key(pv.var)
+                if k in measured and pv.value is not None:
+                    out.setdefault(k, []).append(float(pv.value))
+    return {k: tuple(v) for k, v in out.items()}
 
 
-def _decide(v: Verdict) -> str:
+def _first(v: ValueVerdict, h: Host) -> ValueVerdict:
+    """Against the session's host factor; whether the best sample was outside."""
+    v = replace(v, host=host.judging(h.factor) if v.host_judged else None)
+    return replace(v, first_failed=bool(v.samples) and v.outside(v.first))
+
+
+def _confirmed_verdict(v: ValueVerdict, confirmation: tuple | None, h: Host) -> ValueVerdict:
+    """With the confirmation's samples where the first best failed, and its status."""
+    if v.first_failed and confirmation is not None:
+        v = replace(v, confirmation=confirmation, confirm_host=host.judging(h.factor))
+    return replace(v, status=_decide(v))
+
+
+def _decide(v: ValueVerdict) -> str:
     if not v.reference:
         return NO_REFERENCE
     if v.lower is None and v.upper is None:
@@ -264,36 +294,43 @@ def _decide(v: Verdict) -> str:
     return REGRESSION if v.outside(v.value) else NOISE
 
 
-def _with_build(v: Verdict, confirmation: list[float], least: float | None,
-                confirm_least: float | None) -> None:
+def _build_decided(b: BuildVerdict, confirm_factor: float | None) -> BuildVerdict:
+    status = (PASS if not b.first_failed else REGRESSION
+              if confirm_factor is None or confirm_factor > 1 + b.tolerance else NOISE)
+    return replace(b, confirm_factor=confirm_factor, status=status)
+
+
+def _with_build(v: ValueVerdict, confirmation: tuple, least: float | None,
+                confirm_least: float | None) -> ValueVerdict:
     """A value of a build that regressed as a whole: a regression when, divided by the
     least-slowed build's factor as the build was (never below 1), the geometric mean
     of its session best and its confirmation best is outside its with-build tolerance."""
     if v.status not in (PASS, NOISE) or not v.host_judged:
-        return
+        return v
     trial = replace(v, host=least, confirmation=confirmation, with_build=True,
                     confirm_host=confirm_least if confirmation else None)
     if trial.outside(trial.value, trial.with_build_share):
-        v.host, v.confirmation, v.confirm_host = trial.host, confirmation, trial.confirm_host
-        v.status, v.with_build = REGRESSION, True
+        return replace(trial, status=REGRESSION)
+    return v
 
 
-def _stats_record(stats: dict | None, tc: dict, var: str) -> dict:
+def _stats_record(stats: dict | None, case: Case, var: str) -> dict:
     """What bless wrote about the value in the statistics file ({} when nothing)."""
-    cls = tc["name"].split()[0]
-    part = f"{tc.get('system')}:{tc.get('partition')}"
-    entry = ((((stats or {}).get(cls) or {}).get(part) or {}).get(tc.get("environ")) or {})
-    rec = (entry.get(tc.get("ref_key")) or {}).get(var) or {}
+    entry = ((((stats or {}).get(case.test_class) or {}).get(case.partition) or {})
+             .get(case.environ) or {})
+    rec = (entry.get(case.ref_key) or {}).get(var) or {}
     return rec if isinstance(rec, dict) else {}
 
 
-def failed_first(session: dict, stats: dict | None = None) -> list[dict]:
+def failed_first(session: Session | dict, stats: dict | None = None,
+                 policy: GatePolicy = DEFAULT_POLICY) -> list[Case]:
     """The test cases of a session with a value whose best sample, against the host,
     is outside its tolerance, and every test case of a build outside its build
     tolerance (those get measured again)."""
-    j = judge(session, None, stats)
+    session = as_session(session)
+    j = judge(session, None, stats, policy)
     failed = {v.key for v in j.verdicts if v.first_failed}
     builds = {(b.partition, b.build) for b in j.builds if b.first_failed}
-    return [tc for tc in testcases([session])
-            if any(_key(tc, pv.var) in failed for pv in perf_values(tc))
-            or (f"{tc.get('system')}:{tc.get('partition')}", build_label(tc)) in builds]
+    return [c for c in session.cases
+            if any(c.value_key(pv.var) in failed for pv in c.values)
+            or (c.partition, c.build) in builds]

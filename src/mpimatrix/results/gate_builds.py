@@ -16,34 +16,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import host
+from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
 
-#: Every build this much slower than its references at once: reported (the machine).
-HOST_TOLERANCE = 0.1
-#: A build's tolerance when the statistics file has none for it (samples.BUILD_FLOOR).
-DEFAULT_BUILD_TOLERANCE = 0.15
 #: The key of the build statistics in the statistics file.
 BUILDS_KEY = "$builds"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Host:
     """The host factor of one partition in a session."""
 
     partition: str
     factor: float | None
     builds: dict[str, float]  # each build's median slowdown (not against the host)
+    tolerance: float = DEFAULT_POLICY.host_tolerance  # slower than this: a HOST line
     confirm_factor: float | None = None
 
     @property
     def least(self) -> float | None:
         """The least-slowed build's median slowdown (builds are judged against it), where
-        there is a host factor (host.least)."""
+        there is a host factor (host.HostRow.least)."""
         return min(self.builds.values()) if self.factor is not None else None
 
     @property
     def slow(self) -> bool:
-        return self.factor is not None and self.factor > 1 + HOST_TOLERANCE
+        return self.factor is not None and self.factor > 1 + self.tolerance
 
     def line(self) -> str:
         each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))
@@ -53,7 +51,7 @@ class Host:
                 "machine, or bless again if it changed for good")
 
 
-@dataclass
+@dataclass(frozen=True)
 class BuildVerdict:
     """One build of one partition as a whole."""
 
@@ -82,45 +80,47 @@ class BuildVerdict:
         return f"REGRESSION {self.build} (the whole build, {self.partition}): {self.reason()}"
 
 
-def slowdowns(values, samples_of) -> dict[str, dict[str, dict[str, list[float]]]]:
-    """{partition: {build: {environ: [slowdown of each gated time/rate value]}}} of the
-    values' best samples against their references."""
-    out: dict = {}
+def slowdown_table(values, samples_of, policy: GatePolicy = DEFAULT_POLICY
+                   ) -> dict[str, host.HostRow]:
+    """{partition: host.HostRow} of the slowdowns of the values' best samples against
+    their references (gated times and rates); every partition of the values has a row."""
+    slow: dict[str, dict[str, list[float]]] = {}
     for v in values:
         xs = samples_of(v)
-        by_build = out.setdefault(v.partition, {})
+        by_env = slow.setdefault(v.partition, {})
         if v.host_judged and xs and v.reference > 0 and best(xs, v.higher_is_better) > 0:
-            by_build.setdefault(v.build, {}).setdefault(v.environ, []).append(
+            by_env.setdefault(v.environ, []).append(
                 host.slowdown(best(xs, v.higher_is_better), v.reference, v.higher_is_better))
-    return out
+    return host.table(slow, policy)
 
 
-def hosts(slow: dict) -> dict[str, Host]:
-    out = {}
-    for part, by_build in slow.items():
-        flat = {b: [x for xs in envs.values() for x in xs] for b, envs in by_build.items()}
-        out[part] = Host(part, host.factor(flat), host.build_factors(flat))
-    return out
+def hosts(rows: dict[str, host.HostRow], names: dict[str, str],
+          policy: GatePolicy = DEFAULT_POLICY) -> dict[str, Host]:
+    """The host of each partition; names: each environ's build name."""
+    return {part: Host(part, row.factor, {names[e]: m for e, m in row.medians.items()},
+                       policy.host_tolerance)
+            for part, row in rows.items()}
 
 
-def build_verdicts(slow: dict, hosts_: dict[str, Host], stats: dict | None
-                   ) -> list[BuildVerdict]:
+def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str], stats: dict | None,
+                   policy: GatePolicy = DEFAULT_POLICY) -> list[BuildVerdict]:
     """Each build's factor against its partition's least-slowed build (builds of
-    partitions with a host factor and with host.MIN_BUILD_VALUES values)."""
+    partitions with a host factor and with policy.min_build_values values)."""
     out = []
-    for part, by_build in slow.items():
-        h = host.judging(hosts_[part].least)
-        if h is None:
+    for part, row in rows.items():
+        least = host.judging(row.least)
+        if least is None:
             continue
-        for build, envs in by_build.items():
-            for env, xs in envs.items():
-                if (factor := host.build_factor(xs, h)) is not None:
-                    out.append(BuildVerdict(part, build, env, len(xs), factor,
-                                            build_tolerance(stats, part, env)))
+        for env, xs in row.slowdowns.items():
+            if (factor := row.build_factor(env, least)) is not None:
+                out.append(BuildVerdict(part, names[env], env, len(xs), factor,
+                                        build_tolerance(stats, part, env, policy)))
     return out
 
 
-def build_tolerance(stats: dict | None, partition: str, environ: str) -> float:
+def build_tolerance(stats: dict | None, partition: str, environ: str,
+                    policy: GatePolicy = DEFAULT_POLICY) -> float:
+    """The build's tolerance from the statistics file, else the policy's build_floor."""
     rec = (((stats or {}).get(BUILDS_KEY) or {}).get(partition) or {}).get(environ) or {}
     tol = rec.get("tolerance") if isinstance(rec, dict) else None
-    return float(tol) if isinstance(tol, int | float) and tol > 0 else DEFAULT_BUILD_TOLERANCE
+    return float(tol) if isinstance(tol, int | float) and tol > 0 else policy.build_floor

@@ -22,11 +22,12 @@ own. With fewer than three builds in a session and partition, the points are
 judged as measured.
 
 As in the gate, a whole build is tested before its values. A value's series is
-searched for steps of its own only at a tenth of the p-value (LONE_PVALUE_SHARE):
+searched for steps of its own only at a tenth of the p-value (lone_pvalue_share):
 with some 80 value series per partition, 0.01 each let 4 of 52 untouched series of a
 recorded 12-session history report a step of the machine's own. Where the build as a
 whole stepped, each of its values is tested at that session (steps.moved_at) and
-named when it moved the same way, by MIN_BUILD_STEP, at WITH_BUILD_PVALUE.
+named when it moved the same way, by min_build_step, at with_build_pvalue. The
+thresholds are the GatePolicy's (policy.py).
 """
 
 from __future__ import annotations
@@ -37,27 +38,11 @@ import time
 from dataclasses import dataclass, field, replace
 
 from . import host, steps
-from .sessions import (
-    build_label,
-    case_name,
-    check_label,
-    perf_values,
-    session_info,
-    testcases,
-)
+from .measurements import Session, as_sessions
+from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
-from .steps import MAX_PVALUE, MIN_SEGMENT
+from .steps import MIN_SEGMENT
 
-#: A series needs this many sessions before any step can be found.
-MIN_POINTS = 5
-#: The smallest step of a value or of the host, and of a whole build, reported.
-MIN_STEP = 0.1
-MIN_BUILD_STEP = 0.05
-#: A value's own steps: significant at this share of the p-value of a build's or the host's.
-LONE_PVALUE_SHARE = 0.1
-#: A value moved with its build's step: one-sided rank test at this p-value (tested only
-#: where the whole build stepped, so the builds left alone never see it).
-WITH_BUILD_PVALUE = 0.05
 #: The build name of the host series.
 HOST = "host"
 #: The check name of a build's series as a whole.
@@ -137,38 +122,26 @@ def _date(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-def _undefined(value) -> str:
-    return "" if value in (None, "<undefined>") else str(value)
-
-
-def series_of(sessions: list[dict]) -> list[Series]:
+def series_of(sessions: list[Session | dict]) -> list[Series]:
     """Every value's series over the sessions, oldest first (confirmations left out)."""
     out: dict[tuple, Series] = {}
-    ordered = sorted(sessions, key=lambda s: s.get("session_info", {}).get("time_start_unix", 0))
-    for s in ordered:
-        info = session_info(s)
-        if info.get("confirms"):
+    for s in sorted(as_sessions(sessions), key=lambda s: s.start):
+        if s.confirms:
             continue
         samples: dict[tuple, tuple[list[float], tuple[str, str, str]]] = {}
-        for tc in testcases([s]):
-            name = case_name(tc)
-            meta = (_undefined(tc.get("lock_sha256")) or _undefined(info.get("spack_lock")),
-                    _undefined(tc.get("build_hash")), _undefined(tc.get("injected")))
-            for pv in perf_values(tc):
+        for case in s.cases:
+            meta = (case.lock_sha256 or s.spack_lock, case.build_hash, case.injected)
+            for pv in case.values:
                 if pv.value is None:
                     continue
-                key = (f"{tc.get('system')}:{tc.get('partition')}", tc.get("environ"), name,
-                       pv.var)
+                key = tuple(case.value_key(pv.var))
                 if key not in out:
-                    out[key] = Series(key, build_label(tc), check_label(tc),
-                                      str(tc.get("placement", "")), pv.var, pv.unit,
-                                      pv.higher_is_better)
+                    out[key] = Series(key, case.build, case.check, case.placement, pv.var,
+                                      pv.unit, pv.higher_is_better)
                 samples.setdefault(key, ([], meta))[0].append(float(pv.value))
         for key, (vals, (lock, bhash, injected)) in samples.items():
-            out[key].points.append(Point(info.get("time_start_unix", 0.0),
-                                         best(vals, out[key].higher_is_better),
-                                         info.get("uuid", "?"),
-                                         lock, bhash, injected))
+            out[key].points.append(Point(s.start, best(vals, out[key].higher_is_better),
+                                         s.uuid, lock, bhash, injected))
     return list(out.values())
 
 
@@ -185,23 +158,24 @@ def _slowdowns(series: list[Series]) -> dict[tuple[str, str], dict[str, list[flo
     return out
 
 
-def against_host(series: list[Series]) -> list[Series]:
+def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> list[Series]:
     """Each build's series judged against the host, one host series per partition (the
     sessions' host factors) and one series per build as a whole (its factor against the
     host, gate_builds.py). Each point is divided by the host's level (the mean of its
     factors between the host's own steps), not by its own session's factor: that takes a
     step of the whole host out but leaves the session-to-session jitter alone."""
-    slow = _slowdowns(series)
-    factors = {at: f for at, by_env in slow.items() if (f := host.factor(by_env))}
+    rows = {at: row for at, row in host.table(_slowdowns(series), policy).items()
+            if row.factor}
     starts = {p.session: p for s in series for p in s.points}
     names = {s.key[1]: s.build for s in series}
     extra: dict[tuple, Series] = {}
-    for (session, part), f in sorted(factors.items(), key=lambda kv: starts[kv[0][0]].time):
+    for (session, part), row in sorted(rows.items(), key=lambda kv: starts[kv[0][0]].time):
+        f = row.factor
         h = extra.setdefault((part, HOST), Series((part, HOST, HOST, "factor"), HOST,
                                                   "all builds", "", "factor", "x", False))
         h.points.append(replace(starts[session], value=f, build_hash="", injected=""))
-        for env, xs in slow[(session, part)].items():
-            if (build := host.build_factor(xs, f)) is not None:
+        for env in row.slowdowns:
+            if (build := row.build_factor(env, f)) is not None:
                 b = extra.setdefault((part, env), Series(
                     (part, env, WHOLE_BUILD, "factor"), names[env], WHOLE_BUILD, "", "factor",
                     "x", False, against_host=True, whole_build=True))
@@ -210,7 +184,8 @@ def against_host(series: list[Series]) -> list[Series]:
     for (part, env), h in extra.items():
         if env != HOST:
             continue
-        bounds = [0, *sorted(c.index for c in change_points(h)), len(h.points)]
+        bounds = [0, *sorted(c.index for c in change_points(h, policy=policy)),
+                  len(h.points)]
         for a, b in itertools.pairwise(bounds):
             level = statistics.mean(p.value for p in h.points[a:b])
             levels.update({(p.session, part): level for p in h.points[a:b]})
@@ -226,48 +201,49 @@ def against_host(series: list[Series]) -> list[Series]:
     return out + list(extra.values())
 
 
-def change_points(series: Series, max_pvalue: float = MAX_PVALUE) -> list[Change]:
+def change_points(series: Series, max_pvalue: float | None = None,
+                  policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
     """The steps of a series: significant (two-sided t-test of the segments on either
-    side), at least the series' smallest step (min_step), and held for MIN_SEGMENT
-    sessions on either side: one odd session, or one at either end, is no step.
-    Found by steps.significant_steps (Apache Otava's E-Divisive and t-test).
-    Percentages (IMB's overlap) are no times or rates and move by tens of points
-    between sessions: not judged."""
+    side, at max_pvalue, default the policy's), at least the series' smallest step
+    (min_step), and held for MIN_SEGMENT sessions on either side: one odd session, or
+    one at either end, is no step. Found by steps.significant_steps (Apache Otava's
+    E-Divisive and t-test). Percentages (IMB's overlap) are no times or rates and move
+    by tens of points between sessions: not judged."""
     values = [p.value for p in series.points]
-    if len(values) < MIN_POINTS or series.unit == "%":
+    if len(values) < policy.min_points or series.unit == "%":
         return []
+    pvalue = policy.max_pvalue if max_pvalue is None else max_pvalue
     return [Change(series, int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2),
                    float(cp.stats.pvalue))
-            for cp in steps.significant_steps(values, max_pvalue, min_step(series))]
+            for cp in steps.significant_steps(values, pvalue, min_step(series, policy))]
 
 
-def min_step(series: Series) -> float:
+def min_step(series: Series, policy: GatePolicy = DEFAULT_POLICY) -> float:
     """The smallest step reported: a whole build's factor has ~1 % of noise, the host's
     and a single value's move by 5-10 % between hours on a shared machine."""
-    if series.whole_build:
-        return MIN_BUILD_STEP
-    return MIN_STEP
+    return policy.min_build_step if series.whole_build else policy.min_step
 
 
-def all_changes(sessions: list[dict], max_pvalue: float = MAX_PVALUE) -> list[Change]:
+def all_changes(sessions: list, policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
     """The steps of every build's series against the host, and of the host."""
-    return changes_of(against_host(series_of(sessions)), max_pvalue)
+    return changes_of(against_host(series_of(sessions), policy), policy)
 
 
-def changes_of(series: list[Series], max_pvalue: float = MAX_PVALUE) -> list[Change]:
+def changes_of(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
     """The host's and each whole build's steps; each value's steps with its build's
-    (moved_with), and its own at LONE_PVALUE_SHARE of the p-value elsewhere."""
-    builds = {s.key[:2]: change_points(s, max_pvalue) for s in series if s.whole_build}
-    out = [c for s in series if s.build == HOST for c in change_points(s, max_pvalue)]
+    (moved_with), and its own at the policy's lone_pvalue_share of the p-value elsewhere."""
+    builds = {s.key[:2]: change_points(s, policy=policy) for s in series if s.whole_build}
+    out = [c for s in series if s.build == HOST for c in change_points(s, policy=policy)]
     out += [c for cs in builds.values() for c in cs]
     for s in series:
         if s.whole_build or s.build == HOST:
             continue
         mine = builds.get(s.key[:2], [])
-        moved = [c for step in mine if (c := moved_with(s, step, mine))]
+        moved = [c for step in mine if (c := moved_with(s, step, mine, policy))]
         # near a step of its build, a value's step is that step (located a session off)
         near = [step.point.time for step in mine]
-        out += moved + [c for c in change_points(s, LONE_PVALUE_SHARE * max_pvalue)
+        lone = policy.lone_pvalue_share * policy.max_pvalue
+        out += moved + [c for c in change_points(s, lone, policy)
                         if not any(_within(s, c.index, t) for t in near)]
     return out
 
@@ -278,10 +254,11 @@ def _within(series: Series, index: int, time: float) -> bool:
     return abs(index - at) < MIN_SEGMENT
 
 
-def moved_with(series: Series, step: Change, build_steps: list[Change]) -> Change | None:
-    """The value's step at its whole build's step, when it moved the same way, by
-    MIN_BUILD_STEP at least, between the build's neighbouring steps (sessions matched
-    by their start: a value may be missing from some)."""
+def moved_with(series: Series, step: Change, build_steps: list[Change],
+               policy: GatePolicy = DEFAULT_POLICY) -> Change | None:
+    """The value's step at its whole build's step, when it moved the same way, by the
+    policy's min_build_step at least, between the build's neighbouring steps (sessions
+    matched by their start: a value may be missing from some)."""
     at, times = step.point.time, [p.time for p in series.points]
     others = [c.point.time for c in build_steps if c is not step]
     start = max([float("-inf"), *(t for t in others if t < at)])
@@ -294,6 +271,6 @@ def moved_with(series: Series, step: Change, build_steps: list[Change]) -> Chang
     pvalue, before, after = steps.moved_at([series.points[k].value for k in part],
                                            index - part[0], upward)
     change = Change(series, index, before, after, pvalue)
-    if pvalue > WITH_BUILD_PVALUE or abs(change.change) < MIN_BUILD_STEP:
+    if pvalue > policy.with_build_pvalue or abs(change.change) < policy.min_build_step:
         return None
     return change if change.worse == step.worse else None

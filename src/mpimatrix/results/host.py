@@ -13,11 +13,10 @@ than three builds values are judged as measured. Measurements: docs/validation.m
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
+from functools import cached_property
 
-#: Builds a session and partition needs for a host factor.
-MIN_BUILDS = 3
-#: Gated time and rate values a build needs for a factor of its own (whole builds).
-MIN_BUILD_VALUES = 5
+from .policy import DEFAULT_POLICY, GatePolicy
 
 
 def slowdown(value: float, usual: float, higher_is_better: bool) -> float:
@@ -34,41 +33,54 @@ def against_usual(by_session: dict[str, float], higher_is_better: bool) -> dict[
     return {s: slowdown(x, usual, higher_is_better) for s, x in by_session.items()}
 
 
-def _build_medians(slowdowns: dict[str, list[float]]) -> list[float] | None:
-    per_build = [statistics.median(v) for v in slowdowns.values() if v]
-    return per_build if len(per_build) >= MIN_BUILDS else None
+@dataclass(frozen=True)
+class HostRow:
+    """One session and partition: each build's slowdowns (one per gated time or rate
+    value, against its reference or its usual) and what they give: the host factor, the
+    least-slowed build, each build's own factor."""
+
+    slowdowns: dict[str, list[float]]  # {environ: [slowdown of each value]}
+    policy: GatePolicy = DEFAULT_POLICY
+
+    @cached_property
+    def medians(self) -> dict[str, float]:
+        """Each build's median slowdown."""
+        return {b: statistics.median(v) for b, v in self.slowdowns.items() if v}
+
+    @property
+    def factor(self) -> float | None:
+        """The host factor: the median over the builds of their median slowdowns, or
+        None with fewer than policy.min_builds builds."""
+        if len(self.medians) < self.policy.min_builds:
+            return None
+        return statistics.median(self.medians.values())
+
+    @property
+    def least(self) -> float | None:
+        """The least-slowed build's median slowdown (builds as a whole are judged against
+        it), or None with fewer than policy.min_builds builds."""
+        if len(self.medians) < self.policy.min_builds:
+            return None
+        return min(self.medians.values())
+
+    def build_factor(self, environ: str, against: float) -> float | None:
+        """A build's median slowdown over `against` (the host factor or the least-slowed
+        build's), or None with fewer than policy.min_build_values values."""
+        xs = self.slowdowns.get(environ) or []
+        if len(xs) < self.policy.min_build_values:
+            return None
+        return statistics.median(xs) / against
 
 
-def factor(slowdowns: dict[str, list[float]]) -> float | None:
-    """The host factor from {build: [slowdown of each of its values]}, or None with
-    fewer than MIN_BUILDS builds."""
-    per_build = _build_medians(slowdowns)
-    return statistics.median(per_build) if per_build else None
-
-
-def least(slowdowns: dict[str, list[float]]) -> float | None:
-    """The least-slowed build's median slowdown (the factor builds as a whole are
-    judged against), or None with fewer than MIN_BUILDS builds."""
-    per_build = _build_medians(slowdowns)
-    return min(per_build) if per_build else None
+def table(slowdowns: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
+    """{key: HostRow} of {key (a partition, or a session and partition): {environ:
+    [slowdowns]}}: the one computation bless, the gate and the history share."""
+    return {k: HostRow(by_env, policy) for k, by_env in slowdowns.items()}
 
 
 def judging(factor: float | None) -> float | None:
     """The factor the gate divides by: never below 1."""
     return max(factor, 1.0) if factor else factor
-
-
-def build_factors(slowdowns: dict[str, list[float]]) -> dict[str, float]:
-    """Each build's median slowdown."""
-    return {b: statistics.median(v) for b, v in slowdowns.items() if v}
-
-
-def build_factor(slowdowns: list[float], host_factor: float) -> float | None:
-    """A build's factor against the host (its median slowdown over the host factor),
-    or None with fewer than MIN_BUILD_VALUES values."""
-    if len(slowdowns) < MIN_BUILD_VALUES:
-        return None
-    return statistics.median(slowdowns) / host_factor
 
 
 def against(value: float, host: float | None, higher_is_better: bool) -> float:

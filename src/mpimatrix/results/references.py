@@ -18,7 +18,7 @@ Both files are written atomically.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ruamel.yaml import YAML
@@ -27,8 +27,9 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ..atomic import atomic_write
 from ..reference_file import INDEX, load_references, stats_path
 from .gate_builds import BUILDS_KEY
+from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
 from .samples import Samples, against_host, build_stats, collect
-from .statistics import K_SIGMA, MAX_TOLERANCE, ValueStats, round_sig, value_stats
+from .statistics import ValueStats, kind_of, round_sig, value_stats
 
 HEADER = ("# Performance references (ReFrame external reference format, $ref), written by\n"
           "# `mpimatrix bless`; the statistics behind each tolerance are in the .stats.yaml\n"
@@ -64,22 +65,24 @@ class Blessed:
     kept_by_hand: list[str] = field(default_factory=list)
 
 
-def bless(sessions: list[dict], floor: float, system: str | None, refs: CommentedMap,
-          old_stats: dict, k_sigma: float = K_SIGMA,
-          max_tolerance: float = MAX_TOLERANCE) -> Blessed:
-    """References of the sessions' values (tolerance: k_sigma robust spreads, at least
-    `floor`; a value needing more than max_tolerance is not gated)."""
+def bless(sessions: list, floor: float, system: str | None, refs: CommentedMap,
+          old_stats: dict, policy: GatePolicy = DEFAULT_POLICY) -> Blessed:
+    """References of the sessions' values (tolerance: policy.k_sigma robust spreads, at
+    least `floor`, the policy's value_floor for this bless; a value needing more than
+    policy.max_tolerance is not gated). The policy goes into the statistics."""
     if not 0 < floor < 1:
         raise BlessError(f"tolerance floor {floor} must be a fraction between 0 and 1, such as "
                          "0.1 (10 %): ReFrame's lower thresholds cannot go below -1")
-    acc = collect(sessions, system)
+    policy = replace(policy, value_floor=floor)
+    acc = collect(sessions, system, policy)
     if not acc:
         raise BlessError("no test case with performance values in the given session(s)"
                          + (f" for system {system!r}" if system else ""))
     out = Blessed(refs, {k: v for k, v in old_stats.items()})
-    out.hosts, builds = against_host(acc)
+    out.stats[POLICY_KEY] = policy.record()
+    out.hosts, builds = against_host(acc, policy)
     if builds:
-        out.stats[BUILDS_KEY] = build_stats(builds, k_sigma)
+        out.stats[BUILDS_KEY] = build_stats(builds, policy)
     for cls, parts in acc.items():
         entry = _node(out.refs, cls)
         entry.setdefault("$index", flow(list(INDEX)))
@@ -91,13 +94,13 @@ def bless(sessions: list[dict], floor: float, system: str | None, refs: Commente
                 for key, pvars in keys.items():
                     for var, samples in pvars.items():
                         _bless_value(out, (cls, part, env, key, var), samples,
-                                     lambda xs: value_stats(xs, floor, k_sigma, max_tolerance))
+                                     lambda xs, kind: value_stats(xs, policy, kind))
     return out
 
 
 def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:
     cls, part, env, key, var = path
-    stats = judge(samples.values)
+    stats = judge(samples.values, kind_of(samples.unit, samples.higher_is_better))
     stats.basis = samples.basis
     if samples.excluded:
         stats.gated, stats.reason = False, samples.excluded

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import statistics
 
-#: Significance of a step (two-sided t-test of the points before and after it).
-MAX_PVALUE = 0.01
 #: Sessions considered around a candidate step (Otava's sliding window).
 WINDOW = 30
 #: Sessions on either side of a step (a step is found on its third session).
 MIN_SEGMENT = 3
 
 
-def significant_steps(values: list[float], max_pvalue: float = MAX_PVALUE,
+def significant_steps(values: list[float], max_pvalue: float,
                       min_magnitude: float = 0.0) -> list:
     """Otava change points (index: the first point after the step; stats: the means
     and p-value of the segments on either side) that are significant, at least

@@ -3,8 +3,9 @@ one line per performance value outside its reference."""
 
 from __future__ import annotations
 
-from .gate import NOISE, NOT_GATED, REGRESSION, Judgement, Verdict, judge
-from .sessions import build_label, check_label, defined, perf_values, testcases
+from .gate import NOISE, NOT_GATED, REGRESSION, Judgement, ValueVerdict, judge
+from .measurements import Case, Session, as_session
+from .sessions import defined
 
 
 def fmt_value(v) -> str:
@@ -13,9 +14,9 @@ def fmt_value(v) -> str:
     return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
 
 
-def perf_text(tc: dict) -> str:
+def perf_text(case: Case) -> str:
     parts = []
-    for pv in perf_values(tc):
+    for pv in case.values:
         s = f"{pv.var}={fmt_value(pv.value)}{pv.unit}"
         if pv.ref:
             s += f"(ref {fmt_value(pv.ref)}{' FAIL' if pv.result == 'fail' else ''})"
@@ -30,51 +31,52 @@ RESULT = HEADER.index("result")
 OVERSUBSCRIBED = " (oversubscribed)"
 
 
-def placement_label(tc: dict) -> str:
-    label = str(tc.get("placement", ""))
-    return label + OVERSUBSCRIBED if tc.get("oversubscribed") is True else label
+def placement_label(case: Case) -> str:
+    return case.placement + OVERSUBSCRIBED if case.oversubscribed else case.placement
 
 
-def failure_text(tc: dict) -> str:
+def failure_text(case: Case) -> str:
     """'[phase] reason', without the '<build> <placement>: ' the columns already show."""
-    reason = (tc.get("fail_reason") or "").replace("\n", " ")
-    reason = reason.replace(f"{build_label(tc)} {tc.get('placement', '')}: ", "", 1)
-    return f"[{tc.get('fail_phase')}] {reason}"
+    reason = (case.tc.get("fail_reason") or "").replace("\n", " ")
+    reason = reason.replace(f"{case.build} {case.tc.get('placement', '')}: ", "", 1)
+    return f"[{case.tc.get('fail_phase')}] {reason}"
 
 
-def rows(session: dict, results: list[Verdict] | None = None) -> list[list[str]]:
+def rows(session: Session | dict, results: list[ValueVerdict] | None = None
+         ) -> list[list[str]]:
     """One row per test case. A case that failed only its references shows the gate's
     word for it: "regression" (confirmed) or "noise" (cleared by the confirmation)."""
     statuses: dict[tuple, set[str]] = {}
     for v in results or []:
         statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
     out = []
-    for tc in testcases([session]):
-        result = tc.get("result", "?")
-        key = (tc.get("environ"), check_label(tc), str(tc.get("placement", "")))
+    for case in as_session(session).cases:
+        tc = case.tc
+        result = case.result
+        key = (case.environ, case.check, case.placement)
         if result == "fail" and tc.get("fail_phase") == "performance" and key in statuses:
             result = REGRESSION if REGRESSION in statuses[key] else NOISE
-        detail = perf_text(tc)
+        detail = perf_text(case)
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
         if result in ("fail", "abort", REGRESSION):
-            detail = failure_text(tc)
+            detail = failure_text(case)
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
         if isinstance(hosts, str) or hosts == "<undefined>":
             hosts = [hosts]
-        out.append([build_label(tc), check_label(tc), str(tc.get("partition", "")),
-                    placement_label(tc), result, ",".join(h for h in hosts if h), detail])
+        out.append([case.build, case.check, str(tc.get("partition", "")),
+                    placement_label(case), result, ",".join(h for h in hosts if h), detail])
     out.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     return out
 
 
-def regressions(session: dict, judged: Judgement | None = None) -> list[str]:
+def regressions(session: Session | dict, judged: Judgement | None = None) -> list[str]:
     """One line per confirmed regression, naming everything (samples, reference,
     tolerance, change): whole builds first, then single values."""
     return (judge(session) if judged is None else judged).regressions
 
 
-def gate_lines(results: list[Verdict]) -> list[str]:
+def gate_lines(results: list[ValueVerdict]) -> list[str]:
     """What the gate decided beyond the regressions: noise it cleared, values not gated."""
     out = []
     noise = [v for v in results if v.status == NOISE]
@@ -103,9 +105,11 @@ def host_lines(judged: Judgement) -> list[str]:
     return out
 
 
-def format_table(session: dict, judged: Judgement | None = None, width: int = 200) -> str:
+def format_table(session: Session | dict, judged: Judgement | None = None,
+                 width: int = 200) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
     reason names the cause."""
+    session = as_session(session)
     judged = judge(session) if judged is None else judged
     results = judged.verdicts
     data = rows(session, results)
@@ -119,11 +123,10 @@ def format_table(session: dict, judged: Judgement | None = None, width: int = 20
     if extra:
         lines.append("")
         lines += extra
-    info = session.get("session_info", {})
     f = sum(r[RESULT] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
     lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "
                  f"value(s), {gated} gated, {len(judged.regressions)} "
-                 f"regression(s); session {info.get('uuid', '?')}")
+                 f"regression(s); session {session.uuid}")
     return "\n".join(lines)

@@ -243,10 +243,15 @@ class BuildCheck(MachineLimits):
 
     @property
     def parsed(self):
-        """parse_output(), once per test case."""
+        """parse_output(), once per test case (until forget_parsed_output())."""
         if not hasattr(self, "_parsed_output"):
             self._parsed_output = self.parse_output()
         return self._parsed_output
+
+    def forget_parsed_output(self) -> None:
+        """Drop the cached parse: the next `parsed` parses the output again (as it is
+        then, e.g. while the program still runs)."""
+        vars(self).pop("_parsed_output", None)
 
     def results_complete(self) -> bool:
         """Whether the program printed everything it had to (checks override this);

@@ -1,6 +1,7 @@
 """What a check does about the machine's limits: oversubscribed layouts, a per-build
 hang budget, jobs that would pend too long, and which partitions run benchmarks.
-The base of BuildCheck, which provides `build` and `main_placement`."""
+The base of BuildCheck, which provides `build`, `main_placement`, `results_complete` and
+`forget_parsed_output`."""
 
 from __future__ import annotations
 
@@ -55,11 +56,11 @@ class MachineLimits(rfm.RegressionTestPlugin):
 
     def output_complete_now(self) -> bool:
         """results_complete() on the output so far (not the parse cached for sanity)."""
-        vars(self).pop("_parsed_output", None)
+        self.forget_parsed_output()
         try:
             return self.results_complete()
         finally:
-            vars(self).pop("_parsed_output", None)
+            self.forget_parsed_output()
 
     @run_before("run")
     def _within_hang_budget(self):

@@ -7,6 +7,8 @@ the suites that get no test case.
   while `reframe -l` prints them with spaces (`ImbCheck %placement=internode`):
   the spaces are taken out of the patterns here, so a name copied from the
   listing selects its test.
+- ReFrame variables set among the ReFrame arguments (`-S ImbCheck.iterations=...`)
+  are set in the confirmation run too, which measures again the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +48,23 @@ def name_patterns(args: list[str]) -> list[str]:
             elif a[:2] in ("-n", "-x") and len(a) > 2 and not a.startswith("--"):
                 a = a[:2] + a[2:].replace(" ", "")
         out.append(a)
+    return out
+
+
+def setvar_args(args: list[str]) -> list[str]:
+    """The ReFrame variables set in ReFrame arguments (-S/--setvar, any spelling), as
+    --setvar=[TEST.]VAR=VALUE options."""
+    out, take = [], False
+    for a in args:
+        if take:
+            out.append(f"--setvar={a}")
+            take = False
+        elif a in ("-S", "--setvar"):
+            take = True
+        elif a.startswith("--setvar="):
+            out.append(a)
+        elif a.startswith("-S"):
+            out.append(f"--setvar={a[2:]}")
     return out
 
 

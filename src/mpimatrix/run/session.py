@@ -29,7 +29,8 @@ from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references, stats_path
 from ..results import summary
 from ..results.gate import Judgement, failed_first, judge
-from ..results.sessions import SessionError, load_report, testcases
+from ..results.measurements import Session, load
+from ..results.sessions import SessionError, load_report
 from ..rfm.inject import injection_for
 from ..site.config import MODES
 from . import machine, progress
@@ -38,7 +39,13 @@ from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
 from .reframe_cmd import reframe_cmd
-from .selection import ignored_under_mode, name_patterns, osu_note, select_partitions
+from .selection import (
+    ignored_under_mode,
+    name_patterns,
+    osu_note,
+    select_partitions,
+    setvar_args,
+)
 from .stored import stored_sessions
 
 OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
@@ -121,24 +128,26 @@ def load_record_path() -> Path:
     return results_db().parent / "machine-load.json"
 
 
-def confirm(report: dict, mode: str, repeats: int, stats: dict) -> dict | None:
+def confirm(report: Session, mode: str, repeats: int, stats: dict,
+            setvars: list[str] | None = None) -> Session | None:
     """Re-run, on every build, the test cases with a value outside its tolerance and
-    those of a build outside its build tolerance."""
+    those of a build outside its build tolerance, with the session's ReFrame variables
+    (`setvars`: --setvar=... options)."""
     failing = failed_first(report, stats)
     if not failing or repeats < 1:
         return None
-    hashes = sorted({tc["hashcode"] for tc in failing})
-    uuid_ = report["session_info"]["uuid"]
+    hashes = sorted({case.hashcode for case in failing})
+    uuid_ = report.uuid
     print(f"\nmpimatrix: {len(failing)} test case(s) had a value outside its tolerance; "
           f"measuring them again ({repeats} more samples, every build)", flush=True)
     path = report_path(mode, "-confirm")
     cmd = reframe_cmd("-r", "--exec-policy=serial", f"--setvar=profile={mode_profile(mode)}",
-                      f"--repeat={repeats}", "--report-file", str(path),
+                      *(setvars or []), f"--repeat={repeats}", "--report-file", str(path),
                       "--session-extras", session_extras({"confirms": uuid_, "mode": mode}),
                       *[a for h in hashes for a in ("-n", f"/{h}")])
     print("+ " + " ".join(cmd), flush=True)
     measured_run(cmd, path)
-    return load_report(path) if path.exists() else None
+    return load(load_report(path)) if path.exists() else None
 
 
 def check_inputs() -> None:
@@ -198,17 +207,17 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
                f"ReFrame ended with exit code {rc} before writing its report {report_file}")
         print(f"mpimatrix: {why}", file=sys.stderr)
         return NOT_RUN
-    report = load_report(report_file)
+    report = load(load_report(report_file))
     link_latest(report_file)
     stats = _load_yaml(stats_path(references_dir() / f"{_system(report)}.yaml"))
-    conf = confirm(report, mode, confirm_repeats, stats)
+    conf = confirm(report, mode, confirm_repeats, stats, setvar_args(reframe_args))
     judged = judge(report, [conf] if conf else [], stats)
     print()
     print(summary.format_table(report, judged))
     slow_hosts = [h for h in judged.hosts if h.slow]
     if osu:
         print(osu)
-    busy = [machine.loads(load_record_path()).get(s["session_info"]["uuid"], {})
+    busy = [machine.loads(load_record_path()).get(s.uuid, {})
             for s in (report, conf) if s]
     disturbed = [b for b in busy if b.get("disturbed")]
     for b in disturbed:
@@ -221,13 +230,12 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
     return DISTURBED if code == OK and slow_hosts else code
 
 
-def exit_code(report: dict, judged: Judgement) -> int:
-    if not list(testcases([report])):
+def exit_code(report: Session, judged: Judgement) -> int:
+    if not report.cases:
         print(f"mpimatrix: {NOTHING_RAN}", file=sys.stderr)
         return NOT_RUN
-    uuid_ = report.get("session_info", {}).get("uuid", "")
     try:
-        stored_sessions([uuid_])
+        stored_sessions([report.uuid])
     except SessionError as err:
         print(f"mpimatrix: the session is not in the results database {results_db()}: "
               f"{err}", file=sys.stderr)
@@ -235,14 +243,14 @@ def exit_code(report: dict, judged: Judgement) -> int:
     return FAILED if _sanity_failures(report) or judged.regressions else OK
 
 
-def _sanity_failures(report: dict) -> list[dict]:
+def _sanity_failures(report: Session) -> list:
     """Test cases that failed for another reason than their references."""
-    return [tc for tc in testcases([report]) if tc.get("result") not in ("pass", "xfail")
-            and tc.get("fail_phase") != "performance"]
+    return [c for c in report.cases if c.result not in ("pass", "xfail")
+            and c.tc.get("fail_phase") != "performance"]
 
 
-def _system(report: dict) -> str:
-    systems = {tc.get("system") for tc in testcases([report])}
+def _system(report: Session) -> str:
+    systems = {c.tc.get("system") for c in report.cases}
     return systems.pop() if len(systems) == 1 else "local"
 
 

@@ -11,7 +11,8 @@ and a short Markdown summary:
 3. collectives across layouts and the intranode/internode crossover -- layouts.py;
 4. build vs build, marked only beyond the measured spread -- compare.py;
 5. nightly trends with the reference band and change points -- trend.py;
-6. node-hours and cost, seed 004's fabric comparison -- cost.py.
+6. node-hours and cost per build, and the fabric cost comparison (minutes and cost of
+   each build on two fabrics) -- cost.py.
 
 Seams: `verdicts` (front.Verdict) from the regression gate and `change_points`
 (trend.ChangePoint) from the history; both optional.

@@ -6,12 +6,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
-from . import compare, cost, front, judge, layouts, page, trend
+from . import compare, cost, front, gate_view, layouts, page, trend
 from .curves import curve_jobs, reference_points, unsized_plot
 from .figures import Colours, Plot
 from .model import Line, ReportData, load
 from .render import Job, resolve
-from .stats import crossovers, curves
+from .repetitions import crossovers, curves
 from .trendplot import cost_plot, trend_plot
 
 
@@ -28,18 +28,17 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
                 baseline: str | None = None, verdicts: list | None = None,
                 change_points: list | None = None, max_trends: int = 24) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
-    statistics (<system>.stats.yaml; default its `$statistics` section, if any).
+    statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
     verdicts and change_points are the seams of the regression gate and of the history
     (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
     results.history itself."""
     data = load(sessions, references)
-    if statistics is None:
-        statistics = (references or {}).get("$statistics") or {}
+    statistics = statistics or {}
     if verdicts is None:
-        verdicts = judge.gate_verdicts(data.current.raw, data.confirming(data.current),
-                                       statistics)
+        verdicts = gate_view.gate_verdicts(data.current, data.confirming(data.current),
+                                           statistics)
     if change_points is None:
-        change_points = judge.history_change_points([s.raw for s in data.sessions])
+        change_points = gate_view.history_change_points(data.sessions)
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
     colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
     cur = data.current

@@ -12,7 +12,7 @@ from ...units import human_size
 from .figures import Colours, Plot, grid, to_plot
 from .model import DASH, Line, placement_order
 from .render import Job
-from .stats import Curves, Ratio, ratios, unit_of
+from .repetitions import Curves, Ratio, ratios, unit_of
 
 #: Colour scale limit: ratios beyond 4x (or 1/4) get the full colour.
 CLIP = 2.0  # log2

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..sessions import perf_values
 from .figures import Colours, Plot, grid, legend_below, log_y, size_axis, to_plot
 from .model import Case, Line, placement_label, placement_order
 from .render import Job
-from .stats import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
+from .repetitions import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
 
 PAIR = ("intranode", "internode")
 #: (benchmark, placement, line, higher is better) -> [(size, ref, low, high)]
@@ -22,7 +21,7 @@ def reference_points(cases: list[Case]) -> RefPoints:
     out: RefPoints = defaultdict(list)
     seen = set()
     for c in cases:
-        for pv in perf_values(c.tc):
+        for pv in c.values:
             if not pv.ref or pv.size is None or pv.unit == "%":
                 continue
             key = (c.benchmark, c.placement, c.line, pv.higher_is_better)

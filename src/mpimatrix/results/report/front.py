@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ...units import human_size
-from ..sessions import defined, perf_values
+from ..sessions import defined
 from .model import Case, ReportData, Session, from_mapping
 
 
@@ -38,7 +38,7 @@ def describe(v: Verdict, cases: list[Case]) -> dict:
     """A verdict as a table row: names from the test case, size and change spelled out."""
     case = next((c for c in cases if c.tc["environ"] == v.environ
                  and c.tc.get("ref_key") == v.ref_key), None)
-    pv = next((p for p in perf_values(case.tc) if p.var == v.var), None) if case else None
+    pv = next((p for p in case.values if p.var == v.var), None) if case else None
     size = f" at {human_size(pv.size, ' ')}" if pv and pv.size is not None else ""
     change = (v.value - v.reference) / v.reference if v.value is not None and v.reference \
         else None
@@ -74,7 +74,7 @@ def not_gated(stats: dict | None) -> list[dict]:
 
 def unreferenced(s: Session) -> int:
     """Performance values of the session that have no reference (not blessed)."""
-    return sum(1 for c in s.cases if c.passed for pv in perf_values(c.tc) if not pv.ref)
+    return sum(1 for c in s.cases if c.passed for pv in c.values if not pv.ref)
 
 
 def failures(s: Session) -> list[dict]:

@@ -9,7 +9,7 @@ import math
 from ...units import human_size
 from .figures import Colours, Plot, grid, legend_below, plain_log, size_axis, to_plot
 from .model import DASH, TIMES, placement_label, placement_order
-from .stats import TIME_COLUMNS, Crossover, Curves, unit_of
+from .repetitions import TIME_COLUMNS, Crossover, Curves, unit_of
 
 
 def layout_benchmarks(cv: Curves) -> list[tuple[str, str, str]]:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ...units import human_size
-from ..sessions import defined, perf_values
+from ..sessions import defined
 from .model import ReportData, Session, from_mapping
 
 
@@ -81,7 +81,7 @@ def series(data: ReportData, gated_only: bool) -> list[Series]:
     """One series per performance value over the sessions (only the values that have a
     reference in some session when gated_only; their values before it count too)."""
     referenced = {(c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
-                  for s in data.sessions for c in s.cases for pv in perf_values(c.tc)
+                  for s in data.sessions for c in s.cases for pv in c.values
                   if pv.ref}
     acc: dict[tuple, Series] = {}
     per_session: dict[tuple, dict[float, list]] = defaultdict(lambda: defaultdict(list))
@@ -89,7 +89,7 @@ def series(data: ReportData, gated_only: bool) -> list[Series]:
         for c in s.cases:
             if not c.passed and c.tc.get("fail_phase") != "performance":
                 continue
-            for pv in perf_values(c.tc):
+            for pv in c.values:
                 key = (c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
                 if pv.value is None or (gated_only and key not in referenced):
                     continue

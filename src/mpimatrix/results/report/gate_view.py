@@ -4,7 +4,7 @@ the report's seams take: front.Verdict and trend.ChangePoint."""
 from __future__ import annotations
 
 from .. import gate, history
-from ..sessions import case_name, check_label, testcases
+from ..measurements import Session, as_session, as_sessions
 from .front import Verdict
 from .trend import ChangePoint
 
@@ -12,11 +12,11 @@ from .trend import ChangePoint
 STATUS = {gate.REGRESSION: "regression", gate.NOISE: "noise", gate.NOT_GATED: "not_gated"}
 
 
-def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
+def gate_verdicts(current: Session, confirmations: list[Session], stats: dict | None
                   ) -> list[Verdict]:
     """The gate's verdicts on the current session, its confirmation sessions pooled in."""
-    ref_keys = {(tc.get("environ"), check_label(tc), str(tc.get("placement", ""))):
-                tc.get("ref_key", "") for tc in testcases([current])}
+    current = as_session(current)
+    ref_keys = {(c.environ, c.check, c.placement): c.ref_key for c in current.cases}
     judged = gate.judge(current, confirmations, stats)
     out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
                    STATUS[b.status], b.factor, 1.0, "x", b.reason(), b.build)
@@ -39,12 +39,12 @@ def gate_verdicts(current: dict, confirmations: list[dict], stats: dict | None
     return out
 
 
-def history_change_points(sessions: list[dict]) -> list[ChangePoint]:
+def history_change_points(sessions: list[Session]) -> list[ChangePoint]:
     """Steps in each value's history against the host, in each whole build's and in the
-    host's (results.history, at least history.MIN_POINTS sessions), with the lock or
-    build hash that changed at the step."""
-    ref_keys = {(tc.get("environ"), case_name(tc)): tc.get("ref_key", "")
-                for tc in testcases(sessions)}
+    host's (results.history, at least the policy's min_points sessions), with the lock
+    or build hash that changed at the step."""
+    sessions = as_sessions(sessions)
+    ref_keys = {(c.environ, c.name): c.ref_key for s in sessions for c in s.cases}
     out = []
     for c in history.all_changes(sessions):
         part, env, name, var = c.series.key

@@ -1,0 +1,81 @@
+"""The gate's settings, in one frozen object: bless, the gate and the history take the
+same GatePolicy (DEFAULT_POLICY unless told otherwise), and bless writes the one it used
+into the statistics file (`$policy`) beside the references it explains.
+
+Each default was set from measurements on a shared 2-core VM; docs/gate.md says how
+each is used and docs/validation.md what each was measured against.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+#: The statistics file's key for the policy bless used.
+POLICY_KEY = "$policy"
+
+
+@dataclass(frozen=True)
+class GatePolicy:
+    # -- a value alone (bless's tolerance, the gate's first verdict) -------------------
+    #: The smallest tolerance of a value judged alone: wide enough for the states a single
+    #: value holds for minutes on a shared node (`mpimatrix bless --tolerance`).
+    value_floor: float = 0.3
+    #: A value's tolerance is this many robust standard deviations of its blessed
+    #: samples (relative to their median), at least value_floor.
+    k_sigma: float = 4.0
+    #: A value whose tolerance would exceed this (or value_floor, if larger) cannot
+    #: detect a real regression: reported, not gated.
+    max_tolerance: float = 0.3
+    #: Fewer blessed samples than this cannot tell noise from a value: not gated.
+    min_samples: int = 3
+    #: Two groups of samples further apart than this (relative to the lower one) and
+    #: more than twice as far apart as either group is wide: a bimodal value, not gated.
+    mode_gap: float = 0.3
+
+    # -- a share (a percentage such as IMB's or OSU's overlap), in percentage points -----
+    #: The smallest tolerance of a share: shares are judged in points, not relative to
+    #: their level (a relative tolerance on an overlap near 0 % flags noise).
+    share_floor_points: float = 10.0
+    #: A share whose tolerance would exceed this many points cannot detect a real loss.
+    max_share_points: float = 30.0
+
+    # -- the host and whole builds --------------------------------------------------------
+    #: Builds a session and partition needs for a host factor (fewer: values are judged
+    #: as measured); the median of three or more is not moved by one build's regression.
+    min_builds: int = 3
+    #: Gated time and rate values a build needs for a factor of its own.
+    min_build_values: int = 5
+    #: Every build this much slower than its references at once: a HOST line.
+    host_tolerance: float = 0.1
+    #: The smallest tolerance of the verdict on a whole build (and its tolerance when the
+    #: statistics file has none): above the slow states a build left alone holds through
+    #: a session and its confirmation, below what a build slowed by 25 % reads.
+    build_floor: float = 0.15
+
+    # -- a value of a build that regressed as a whole ------------------------------------
+    #: Its with-build tolerance: this many blessed spreads, at least with_build_floor, at
+    #: most its own tolerance, on the geometric mean of its session and confirmation bests.
+    with_build_floor: float = 0.1
+    with_build_sigmas: float = 2.0
+
+    # -- the history (change points) -----------------------------------------------------
+    #: A series needs this many sessions before any step can be found.
+    min_points: int = 5
+    #: The smallest step of a value or of the host, and of a whole build, reported.
+    min_step: float = 0.1
+    min_build_step: float = 0.05
+    #: Significance of a step of the host or a whole build (two-sided t-test).
+    max_pvalue: float = 0.01
+    #: A value's own steps: significant at this share of max_pvalue (some 80 value
+    #: series per partition each get the chance of a false step).
+    lone_pvalue_share: float = 0.1
+    #: A value moved with its build's step: one-sided rank test at this p-value (tested
+    #: only where the whole build stepped).
+    with_build_pvalue: float = 0.05
+
+    def record(self) -> dict:
+        """The policy as the statistics file keeps it."""
+        return asdict(self)
+
+
+DEFAULT_POLICY = GatePolicy()
