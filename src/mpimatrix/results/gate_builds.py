@@ -1,11 +1,10 @@
 """The gate above single values: the host of each partition, and each build as a whole.
 
 A build's factor is the median over its gated time and rate values of how much
-slower than its reference each ran (host.py), against the least-slowed build. It has far
-less noise than any one value: on this project's 2-core VM the builds left alone
-stayed within -7 % .. +1 % of their references against the host while single values
-moved by 10-30 %, so a build slowed by 10-25 % everywhere is found even where its
-values' own tolerances let each of them pass. A build is a regression when its
+slower than its reference each ran (host.py), against the least-slowed build. A median
+over many values has far less noise than any one of them, so a build slowed by 10-25 %
+everywhere is found even where each value's own tolerance lets it pass
+(docs/validation.md). A build is a regression when its
 factor is beyond the build tolerance (from its spread over the blessed sessions,
 written by bless as `$builds` in the statistics file) in the session and again in
 the confirmation.

@@ -1,33 +1,20 @@
 """Change points in the history of each performance value, for the nightly.
 
-A series is one value (system, partition, build, test case, variable) over the
-stored sessions, one point per session (the best of its passes, as the gate
-judges it).
-Confirmation sessions are not points of their own. Steps are found with Apache
-Otava's E-Divisive means with a Student t-test on each candidate (the method of
-MongoDB's Hunter, "Using Change Point Detection to Hunt for Performance
-Regressions", ICPE 2023), which finds steps smaller than a reference tolerance
-once a few sessions after the step agree.
+A series is one value over the stored sessions, one point per session (the best of
+its passes, as the gate judges it; confirmations are no points). Steps are found with
+Apache Otava's E-Divisive means and a t-test per candidate (the method of MongoDB's
+Hunter, ICPE 2023), which finds steps smaller than a reference tolerance once a few
+sessions after the step agree.
 
-The host moves every build at once (on a shared 2-core VM by 20-30 % within an
-hour, and on a cluster after a kernel, firmware or fabric change), so a build's
-series is judged against the host. A session's host factor is the median over
-the builds of how much slower than usual each build's values ran (the median of
-value / the value's median over the history, rates inverted); one build's step
-does not move the median of three or more builds. The host series (the factors)
-gets its own steps, found once, and each build's points are divided by the
-host's level (the mean factor between the host's steps): a step of the whole
-host is taken out of every build's series, and one build's step stays in its
-own. With fewer than three builds in a session and partition, the points are
-judged as measured.
+The host moves every build at once (a shared machine, a kernel, firmware or fabric
+change), so each build's series is divided by the host's level: the mean, between the
+host series' own steps, of each session's host factor (host.py). A step of the whole
+host then leaves every build's series, one build's step stays in its own.
 
-As in the gate, a whole build is tested before its values. A value's series is
-searched for steps of its own only at a tenth of the p-value (lone_pvalue_share):
-with some 80 value series per partition, 0.01 each let 4 of 52 untouched series of a
-recorded 12-session history report a step of the machine's own. Where the build as a
-whole stepped, each of its values is tested at that session (steps.moved_at) and
-named when it moved the same way, by min_build_step, at with_build_pvalue. The
-thresholds are the GatePolicy's (policy.py).
+As in the gate, a whole build is tested before its values. A value's own steps must
+be significant at lone_pvalue_share of the p-value (some 80 value series per partition
+each get the chance of a false step); where its build stepped, a value is named when
+it moved the same way at that session (steps.moved_at). Thresholds: the GatePolicy.
 """
 
 from __future__ import annotations
