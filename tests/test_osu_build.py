@@ -78,6 +78,8 @@ def test_find_binary_prefers_the_standard_variant(tmp_path):
 
 def test_discovery_attaches_complete_cache_installs_only(tmp_path, monkeypatch):
     monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
+    for var in ("MPIMATRIX_OSU_SOURCE", "MPIMATRIX_SOURCES"):  # no source: no OSU planned
+        monkeypatch.delenv(var, raising=False)
     done, half, none = rec("a"), rec("b"), rec("c")
     for b in (done, half):
         bindir = tmp_path / "osu" / b.name / "install" / "libexec" / "osu-micro-benchmarks"
