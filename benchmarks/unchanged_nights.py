@@ -26,8 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
+from gate_replay import with_references  # noqa: E402
+
 from mpimatrix.results import gate, references  # noqa: E402
-from mpimatrix.results.measurements import load  # noqa: E402
 from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 
@@ -47,18 +48,6 @@ def recorded_halves() -> list[dict]:
     return out
 
 
-def against(session: dict, refs) -> dict:
-    """The session as ReFrame reports it against the references."""
-    out = copy.deepcopy(session)
-    for case in load(out).cases:
-        entry = (((refs.get(case.test_class) or {}).get(case.partition) or {})
-                 .get(case.environ) or {}).get(case.tc.get("ref_key")) or {}
-        for full, pv in (case.tc.get("perfvalues") or {}).items():
-            ref = entry.get(full.rsplit(":", 1)[-1])
-            pv[1:4] = list(ref[:3]) if ref else [0, None, None]
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--report", action="append", help="ReFrame JSON report, in run order "
@@ -74,9 +63,9 @@ def main(argv=None) -> int:
                                references.CommentedMap(), {})
     red, culprits, nights = 0, Counter(), 0
     for k in range(args.bless, len(sessions) - 1):
-        night = against(sessions[k], blessed.refs)
+        night = with_references(sessions[k], blessed.refs)
         again = {c.hashcode for c in gate.failed_first(night, blessed.stats)}
-        conf = against(sessions[k + 1], blessed.refs)
+        conf = with_references(sessions[k + 1], blessed.refs)
         for run in conf["runs"]:
             run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
         j = gate.judge(night, [conf] if again else [], blessed.stats)
