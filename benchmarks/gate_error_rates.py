@@ -150,6 +150,7 @@ def main(argv=None) -> int:
     gated_share: Counter = Counter()
     whole: Counter = Counter()  # verdicts on whole builds: false alarms and detections
     hosts = 0
+    nights: Counter = Counter()  # unchanged sessions that ended red; injected ones caught
     log = []
     for i in range(args.sessions):
         for injected in (False, True):
@@ -165,6 +166,13 @@ def main(argv=None) -> int:
                 report, confs = run(results, args, inject=spec)
             judged = judge(report, confs, stats_of(results))
             hosts += any(h.slow for h in judged.hosts)
+            if injected:  # the session named the injected build as a whole
+                nights[f"+{level:.0%}", "n"] += 1
+                nights[f"+{level:.0%}", "caught"] += any(
+                    b.build == build and b.status == REGRESSION for b in judged.builds)
+            else:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
+                nights["unchanged", "n"] += 1
+                nights["unchanged", "red"] += bool(judged.regressions)
             for b in judged.builds:
                 kind = f"+{level:.0%}" if injected and b.build == build else "unchanged"
                 whole[kind, "n"] += 1
@@ -189,6 +197,12 @@ def main(argv=None) -> int:
             print(f"# session {i + 1} {what}: {time.time() - t0:.0f} s", flush=True)
     fa = unchanged["flagged"] / max(unchanged["values"], 1)
     print("\n".join(log))
+    n, red = nights["unchanged", "n"], nights["unchanged", "red"]
+    print(f"unchanged nights red: {red} of {n} ({red / max(n, 1):.0%}; goal at most 1 in 20)")
+    for lv in levels:
+        n, caught = nights[f"+{lv:.0%}", "n"], nights[f"+{lv:.0%}", "caught"]
+        print(f"injected sessions at +{lv:.0%} that named the build as a whole: {caught} of "
+              f"{n} ({caught / max(n, 1):.0%})")
     print(f"false alarms: {unchanged['flagged']} of {unchanged['values']} gated values "
           f"({fa:.2%}) in {args.sessions} unchanged sessions and the untouched builds of "
           f"{args.sessions} injected ones")
@@ -210,7 +224,8 @@ def main(argv=None) -> int:
         Path(args.json).write_text(json.dumps({
             "false_alarms": unchanged, "detected": {str(k): v for k, v in detected.items()},
             "gated": gated_share, "whole_builds": {f"{k} {m}": v for (k, m), v in whole.items()},
-            "hosts": hosts, "seconds": time.time() - t0, "log": log}, indent=1))
+            "hosts": hosts, "nights": {f"{k} {m}": v for (k, m), v in nights.items()},
+            "seconds": time.time() - t0, "log": log}, indent=1))
     return 0
 
 

@@ -62,8 +62,6 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     validation = variable(str, value="")
     #: Known problems outside this project that shaped this run.
     known_issue = variable(str, value="")
-    #: The known fault this run is expected to fail with ("" = none).
-    expected_failure = variable(str, value="")
 
     @run_after("init")
     def _select(self):
@@ -120,7 +118,8 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         osu = self.build.benchmarks.get("osu")
         if osu is not None:
             self.use_benchmark(osu)
-        self.inject_into_benchmark(self.probes.path(ProbeBuild.INJECTOR))
+        self.inject_into_benchmark(self.probes.path(ProbeBuild.INJECTOR),
+                                   meter=self.bench.name != "init")
         self.prerun_cmds = [*self.prerun_cmds, self.hostname_probe_cmd()]
 
     def parse_output(self):

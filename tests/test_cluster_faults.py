@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import FIXTURES, report_cases, run_reframe
 
+from mpimatrix.builds.record import BuildRecord
 from mpimatrix.builds.sources import BuildSet
 from mpimatrix.cli import cluster as cluster_cli
 from mpimatrix.placement import INTERNODE, INTRANODE, Placement, oversubscribed
@@ -317,3 +318,81 @@ def test_a_hanging_build_costs_at_most_its_budget(buildset, tmp_path):
             "in this session, spending its hang budget of 5 s (-S hang_budget=...): "
             "HangingCheck %placement=intranode %nth=1 @local:default (5 s)"), tc["fail_reason"]
     assert took < 60, took
+
+
+# -- known faults and the load of the benchmarks' nodes ------------------------------------------
+def _record(family: str, version: str, provenance: str) -> BuildRecord:
+    style = "openmpi" if family == "openmpi" else "hydra"
+    return BuildRecord(f"{family}-{version}-{provenance}", family, version, provenance, "/usr",
+                       "/usr/bin/mpicc", "/usr/bin/mpiexec", style)
+
+
+def test_the_finalize_hang_is_known_only_for_debian_mpich_4_0_between_nodes():
+    from mpimatrix.builds.known_faults import HANG_AFTER_RESULTS, known_fault
+
+    mpich = _record("mpich", "4.0.2", "debian")
+    assert known_fault(mpich, 2, HANG_AFTER_RESULTS).reason.startswith("MPICH 4.0.x (Debian")
+    assert known_fault(mpich, 1, HANG_AFTER_RESULTS) is None  # intranode: new
+    assert known_fault(mpich, 2, "crash") is None
+    assert known_fault(_record("mpich", "5.0.2", "pypi"), 2, HANG_AFTER_RESULTS) is None
+    assert known_fault(_record("openmpi", "4.1.4", "debian"), 4, HANG_AFTER_RESULTS) is None
+
+
+# Two emulated nodes share one kernel (one /proc/stat); a third node has its own.
+METER_LINES = """\
+MPIMATRIX meter host=node1 kernel=k1 cores=2 wall=10.000 busy=19.000 own=9.000
+MPIMATRIX meter host=node2 kernel=k1 cores=2 wall=10.010 busy=19.100 own=8.900
+MPIMATRIX meter host=node3 kernel=k2 cores=4 wall=10.000 busy=10.500 own=10.000
+"""
+
+
+def test_node_load_counts_a_shared_kernel_once():
+    from mpimatrix.rfm.job_outcome import node_load
+
+    load = node_load("#bytes  t[usec]\n" + METER_LINES)
+    # k1: busy 19.1 - own (9.0 + 8.9) = 1.2; k2: 10.5 - 10 = 0.5; capacity 10.01*2 + 10*4
+    assert load["nodes"] == 3
+    assert load["foreign_cpu"] == pytest.approx(1.7)
+    assert load["capacity_cpu"] == pytest.approx(60.02)
+    assert node_load("no meter here") == {}
+    # each first rank also counts the job's processes it sees (srun, slurmstepd, ...):
+    # on a shared kernel both see all of them, so they count once
+    with_job = (METER_LINES.replace("own=9.000", "own=9.000 job=18.800")
+                .replace("own=8.900", "own=8.900 job=18.900"))
+    assert node_load(with_job)["foreign_cpu"] == pytest.approx(0.2 + 0.5)
+
+
+def test_a_session_on_batch_nodes_is_judged_by_its_nodes():
+    from mpimatrix.rfm.job_outcome import node_load
+    from mpimatrix.run import machine
+
+    quiet = node_load(METER_LINES)
+    assert machine.on_job_nodes([{}, None]) is None  # a local partition: the machine's meter
+    load = machine.on_job_nodes([quiet, {}, quiet])
+    assert load.where == machine.JOB_NODES and load.share == pytest.approx(1.7 / 60.02)
+    assert not load.disturbed
+    busy = node_load(METER_LINES.replace("busy=10.500", "busy=14.000"))  # 4 CPU-s more
+    load = machine.on_job_nodes([quiet, busy])
+    assert load.disturbed and load.share == pytest.approx((1.7 + 5.2) / 120.04)
+    assert load.text() == ("other programs used 6.9 CPU-s (5.7% of the CPU time of the "
+                           "benchmarks' nodes) during the 20 s the benchmarks ran")
+    assert machine.Load.from_record({"seconds": 20.01, "foreign_cpu": 6.9, "cores": 6,
+                                     "where": machine.JOB_NODES}).where == machine.JOB_NODES
+
+
+def test_summary_counts_a_known_fault_apart_and_shows_why():
+    why = ("mpich-4.0.2-debian internode: Slurm job 9 ended CANCELLED on node1,node2; the "
+           "program had printed all its results, then hung and was cancelled 31 s later (in "
+           "MPI_Finalize: a hang of the MPI library, not of the benchmark); known fault of "
+           "mpich-4.0.2-debian: MPICH 4.0.x (Debian, ch4:ucx ...)")
+    text = summary.format_table(_session(
+        {"name": "ImbCheck %benchmark=MPI1:PingPong", "benchmark": "MPI1:PingPong",
+         "build_name": "mpich-4.0.2-debian", "partition": "compute", "placement": "internode",
+         "result": "xfail", "fail_reason": None, "expected_failure": why, "perfvalues": {}},
+        {"name": "ImbCheck %benchmark=MPI1:PingPong", "benchmark": "MPI1:PingPong",
+         "build_name": "impi-2021.18.1-pypi", "partition": "compute", "placement": "internode",
+         "result": "pass", "perfvalues": {}}), width=80)
+    row = next(ln for ln in text.splitlines() if ln.startswith("mpich-4.0.2-debian"))
+    assert " xfail " in row and row.endswith("[expected failure] Slurm job 9 ended CANCELLED "
+                                             + why.split("CANCELLED ", 1)[1]), row
+    assert "2 test case(s), 0 failed, 1 known fault(s) (expected failures);" in text

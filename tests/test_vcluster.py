@@ -259,15 +259,27 @@ def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800
     return proc, data
 
 
+def _known_fault(tc: dict) -> bool:
+    """Debian's MPICH 4.0.2 hangs in MPI_Finalize in 4-10% of internode runs
+    (builds/known_faults.py): such a case is an expected failure (XFAIL) that names
+    the hang and the known fault."""
+    why = tc.get("expected_failure") or ""
+    return (tc["result"] == "xfail" and tc["environ"].startswith("mpich-4_0")
+            and slurm_job.HUNG_AFTER_RESULTS in why and "known fault of mpich-4.0" in why)
+
+
 def _settled_cases(report: dict) -> list[dict]:
-    """The last attempt of every case. Debian's MPICH 4.0.2 hangs in MPI_Finalize in
-    4-10% of internode runs (slurm_job.HUNG_AFTER_RESULTS): a retry is tolerated
-    only for that hang, which the failure reason must have recognised."""
+    """The last attempt of every case. A retry is tolerated only for a hang after the
+    results, which the failure reason must have recognised; an expected failure only
+    for the known fault (_known_fault)."""
     for tc in retried_failures(report):
         assert slurm_job.HUNG_AFTER_RESULTS in tc["fail_reason"], (
             tc["display_name"], tc["environ"], tc["fail_reason"])
-        assert tc["environ"].startswith("mpich-4_0"), (tc["environ"], tc["fail_reason"])
-    return final_cases(report)
+    cases = final_cases(report)
+    for tc in cases:
+        assert tc["result"] != "xfail" or _known_fault(tc), (
+            tc["display_name"], tc["environ"], tc.get("expected_failure"))
+    return cases
 
 
 def _short_tmpdir(tag: str) -> Path:
@@ -346,7 +358,7 @@ def test_placement_every_build_through_slurm(vcluster, buildset, tmp_path):
             for pl in ("intranode", "internode")}
     assert got == want
     failed = [f"{tc['display_name']} {tc['partition']}+{tc['environ']}: {tc['fail_reason']}"
-              for tc in cases if tc["result"] != "pass"]
+              for tc in cases if tc["result"] != "pass" and not _known_fault(tc)]
     assert not failed, "\n".join(failed)
     for tc in cases:  # every row carries its node list
         want_nodes = ["node1"] if tc["placement"] == "intranode" else ["node1", "node2"]
@@ -369,7 +381,7 @@ def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = _settled_cases(report)
     assert {tc["environ"] for tc in cases} == abi
-    for tc in cases:
+    for tc in (tc for tc in cases if not _known_fault(tc)):
         assert tc["result"] == "pass", tc["fail_reason"]
         assert tc["job_nodelist"] == ["node1", "node2"]
         # The 4 MiB messages alone are > 80 MB both ways: internode traffic left node1.
@@ -397,7 +409,7 @@ def test_osu_internode_pt2pt_and_two_node_collectives(vcluster, buildset, tmp_pa
     assert "internode" in layouts and len(layouts) >= 2, layouts
     assert {tc["benchmark"] for tc in cases} == {"latency", "bw", "allreduce", "alltoall",
                                                  "ibcast"}
-    for tc in cases:
+    for tc in (tc for tc in cases if not _known_fault(tc)):
         assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
         assert tc["hosts"] == ["node1", "node2"], tc["hosts"]
         assert all(v[0] is not None for v in tc["perfvalues"].values())
@@ -414,7 +426,7 @@ def test_latency_ratio_every_build(vcluster, buildset, tmp_path):
     cases = _settled_cases(report)
     assert {tc["environ"] for tc in cases} == {b.environ_name for b in buildset.builds}
     lines = []
-    for tc in cases:
+    for tc in (tc for tc in cases if not _known_fault(tc)):
         assert tc["result"] == "pass", tc["fail_reason"]
         pv = {k.rsplit(":", 1)[1]: v[0] for k, v in tc["perfvalues"].items()}
         assert pv["latency_ratio"] >= 5, pv
@@ -444,6 +456,110 @@ def test_hang_after_results_is_cancelled_early(vcluster, buildset, tmp_path):
                      r"results, then hung and was cancelled \d+ s later \(in MPI_Finalize",
                      tc["fail_reason"]), tc["fail_reason"]
     assert took < 150, took  # its time limit is 10 min
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_a_known_fault_is_an_expected_failure_and_keeps_the_night_green(vcluster, buildset,
+                                                                       tmp_path):
+    """The injector hangs IMB in MPI_Finalize after its results (finalize_hang_s), as
+    Debian's MPICH 4.0.2 does between nodes. On that build it is the known fault: the
+    case is XFAIL naming it, counted apart in the summary line, and the session exits 0.
+    The same hang on the Intel MPI build is new: it fails and the session exits 1."""
+    names = {b.name for b in buildset.builds if "imb" in b.benchmarks}
+    known = next((n for n in names if n.startswith("mpich-4.0.") and n.endswith("-debian")),
+                 None)
+    other = next((n for n in names if n.startswith("impi-")), None)
+    if not (known and other):
+        pytest.skip("needs Debian's MPICH 4.0 and the Intel MPI wheel, both with IMB")
+    hang = ":finalize_hang_s=600"
+
+    def session(inject: str) -> tuple[subprocess.CompletedProcess, dict]:
+        proc, cases, _ = _imb_cluster_session(
+            vcluster["lay"], f"^({re.escape(known)}|{re.escape(other)})$",
+            "internode%benchmark=MPI1:PingPong$", inject)
+        return proc, cases
+
+    proc, cases = session(f"^{re.escape(known)}${hang}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert _known_fault(cases[known]), cases[known]
+    assert ": MPICH 4.0.x (Debian" in cases[known]["expected_failure"], cases[known]
+    assert cases[other]["result"] == "pass", cases[other]["fail_reason"]
+    assert re.search(r"^2 test case\(s\), 0 failed, 1 known fault\(s\) \(expected "
+                     r"failures\);", proc.stdout, re.M), out[-3000:]
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith(known))
+    assert " xfail " in row and "known fault of" in row, row
+
+    proc, cases = session(f"^{re.escape(known)}${hang};^{re.escape(other)}${hang}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert _known_fault(cases[known]), cases[known]
+    assert cases[other]["result"] == "fail", cases[other]
+    assert slurm_job.HUNG_AFTER_RESULTS in cases[other]["fail_reason"]
+    assert "known fault" not in cases[other]["fail_reason"]
+    assert re.search(r"^2 test case\(s\), 1 failed, 1 known fault\(s\)", proc.stdout,
+                     re.M), out[-3000:]
+
+
+def _imb_cluster_session(lay: Layout, build: str, pattern: str, inject: str = ""
+                         ) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    """`mpimatrix cluster run` of IMB cases on one build, no confirmation: the
+    process, the final cases by build name, and the results store."""
+    results = _short_tmpdir("r")
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), "MPIMATRIX_INJECT": inject}
+    proc = subprocess.run(
+        [MPIMATRIX, "cluster", "run", "--dir", str(lay.dir), "--", "--partition", "compute$",
+         "--no-confirm", "--only", build, "--", "-n", f"ImbCheck%placement={pattern}"],
+        env=env, capture_output=True, text=True, timeout=1200)
+    found = re.search(r"^report: (\S+)$", proc.stdout, re.M)
+    assert found, proc.stdout[-3000:] + proc.stderr[-2000:]
+    report = json.loads(Path(found[1]).read_text())
+    return proc, {tc["build_name"]: tc for tc in final_cases(report)}, results
+
+
+@pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_cluster_sessions_are_judged_on_the_benchmarks_nodes(vcluster, buildset):
+    """Under Slurm the jobs are no children of `mpimatrix run`: each benchmark measures
+    its nodes instead (the injector library's meter). A session with nothing else
+    running is not disturbed; one with a busy loop on a job's node is."""
+    build = next((b.name for b in buildset.builds
+                  if b.name.startswith("impi-") and "imb" in b.benchmarks), None)
+    if build is None:
+        pytest.skip("needs the Intel MPI wheel's IMB")
+    lay, only = vcluster["lay"], f"^{re.escape(build)}$"
+    cases = r"internode%benchmark=MPI1:(PingPong|Allreduce)$"
+
+    def load(results: Path, proc) -> dict:
+        uuid = re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)[1]
+        return json.loads((results / "db" / "machine-load.json").read_text())[uuid]
+
+    proc, quiet, results = _imb_cluster_session(lay, only, cases)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    for tc in quiet.values():
+        assert tc["node_load"]["nodes"] == 2 and tc["node_load"]["wall"] > 0, tc["node_load"]
+    record = load(results, proc)
+    print(f"quiet: {record}")
+    assert record["where"] == "job nodes" and not record["disturbed"], record
+    assert "DISTURBED" not in proc.stdout
+
+    spin = subprocess.Popen(cluster.command(lay, "node2", [sys.executable, "-c",
+                                                          "while True: pass"]),
+                            start_new_session=True)
+    try:
+        proc, _, results = _imb_cluster_session(lay, only, cases)
+    finally:
+        os.killpg(spin.pid, 9)
+        spin.wait()
+    record = load(results, proc)
+    print(f"busy loop on node2: {record}")
+    assert record["where"] == "job nodes" and record["disturbed"], record
+    assert record["foreign_cpu"] > 0.2 * record["seconds"], record
+    assert re.search(r"^DISTURBED: other programs used [\d.]+ CPU-s \([\d.]+% of the CPU "
+                     r"time of the benchmarks' nodes\)", proc.stdout, re.M), proc.stdout[-3000:]
 
 
 @pytest.mark.cluster

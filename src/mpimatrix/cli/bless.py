@@ -45,7 +45,7 @@ def cmd_bless(args) -> int:
         for s in left_out:
             b = busy[s.uuid]
             print(f"mpimatrix bless: left out session {s.uuid}: "
-                  f"{machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}")
+                  f"{machine.Load.from_record(b).text()}")
         sessions = [s for s in sessions if s not in left_out]
         if not sessions:
             raise SessionError("every session given was disturbed by other programs; run "

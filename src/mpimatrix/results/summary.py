@@ -27,6 +27,8 @@ def perf_text(case: Case) -> str:
 #: Columns of the table; the last one (values or failure reason) is not padded.
 HEADER = ["build", "check", "partition", "placement", "result", "nodes", "values / reason"]
 RESULT = HEADER.index("result")
+#: Results whose row shows the reason (in full) instead of the values.
+WITH_REASON = ("fail", "abort", "xfail", REGRESSION)
 #: After a placement that puts more busy ranks than cores on its nodes.
 OVERSUBSCRIBED = " (oversubscribed)"
 
@@ -36,10 +38,12 @@ def placement_label(case: Case) -> str:
 
 
 def failure_text(case: Case) -> str:
-    """'[phase] reason', without the '<build> <placement>: ' the columns already show."""
-    reason = (case.tc.get("fail_reason") or "").replace("\n", " ")
-    reason = reason.replace(f"{case.build} {case.tc.get('placement', '')}: ", "", 1)
-    return f"[{case.tc.get('fail_phase')}] {reason}"
+    """'[phase] reason', without the '<build> <placement>: ' the columns already show
+    (an expected failure's reason is the check's expected_failure: ReFrame keeps none)."""
+    tc = case.tc
+    reason = (tc.get("fail_reason") or tc.get("expected_failure") or "").replace("\n", " ")
+    reason = reason.replace(f"{case.build} {tc.get('placement', '')}: ", "", 1)
+    return f"[{tc.get('fail_phase') or 'expected failure'}] {reason}"
 
 
 def rows(session: Session | dict, results: list[ValueVerdict] | None = None
@@ -59,7 +63,7 @@ def rows(session: Session | dict, results: list[ValueVerdict] | None = None
         detail = perf_text(case)
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
-        if result in ("fail", "abort", REGRESSION):
+        if result in WITH_REASON:
             detail = failure_text(case)
         hosts = tc.get("hosts") or tc.get("job_nodelist") or []
         if isinstance(hosts, str) or hosts == "<undefined>":
@@ -118,15 +122,17 @@ def format_table(session: Session | dict, judged: Judgement | None = None,
     lines = []
     for r in [HEADER, *data]:
         line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
-        lines.append(line if r[RESULT] in ("fail", "abort", REGRESSION) else line[:width])
+        lines.append(line if r[RESULT] in WITH_REASON else line[:width])
     extra = [*judged.regressions, *gate_lines(results), *host_lines(judged)]
     if extra:
         lines.append("")
         lines += extra
     f = sum(r[RESULT] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
+    known = sum(r[RESULT] == "xfail" for r in data)
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
-    lines.append(f"{len(data)} test case(s), {f} failed; {len(results)} performance "
+    lines.append(f"{len(data)} test case(s), {f} failed, {known} known fault(s) (expected "
+                 f"failures); {len(results)} performance "
                  f"value(s), {gated} gated, {len(judged.regressions)} "
                  f"regression(s); session {session.uuid}")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Injecting a known slowdown into one build's benchmark runs, for testing the
 regression gate: MPIMATRIX_INJECT='<build name regex>:<spec>[;...]', where spec is
 what the injector library reads (reframe_checks/src/mpimatrix_inject.c), e.g.
-`clock=0.25` (every timed interval +25 %) or `msg_us=1,byte_ns=0.5,coll_us=5`."""
+`clock=0.25` (every timed interval +25 %), `msg_us=1,byte_ns=0.5,coll_us=5`, or
+`finalize_hang_s=600` (a hang in MPI_Finalize after the results)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import os
 import re
 
 INJECT_ENV = "MPIMATRIX_INJECT"
-_SPEC = re.compile(r"(clock|msg_us|byte_ns|coll_us)=-?[0-9.]+(,(clock|msg_us|byte_ns|coll_us)"
-                   r"=-?[0-9.]+)*")
+_KEYS = "(clock|msg_us|byte_ns|coll_us|finalize_hang_s)"
+_SPEC = re.compile(rf"{_KEYS}=-?[0-9.]+(,{_KEYS}=-?[0-9.]+)*")
 
 
 class InjectError(ValueError):

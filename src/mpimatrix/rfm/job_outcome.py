@@ -11,6 +11,7 @@ not.
 
 from __future__ import annotations
 
+import os
 import re
 
 # Slurm job states after which a test cannot have produced trustworthy output.
@@ -44,6 +45,44 @@ def net_bytes(stdout: str) -> int:
         return -1
     (rx0, tx0), (rx1, tx1) = snaps["before"], snaps["after"]
     return (rx1 - rx0) + (tx1 - tx0)
+
+
+_METER = re.compile(r"^MPIMATRIX meter host=(\S+) kernel=(\S+) cores=(\d+) wall=([\d.]+) "
+                    r"busy=(-?[\d.]+) own=([\d.]+)(?: job=([\d.]+))?", re.M)
+
+
+def kernel_id() -> str:
+    """This machine's kernel as the meter names it: boot time and PID namespace."""
+    with open("/proc/stat") as fp:
+        btime = next((line.split()[1] for line in fp if line.startswith("btime ")), "0")
+    return re.sub(r"[ \[\]:]", "-", f"{btime}:{os.readlink('/proc/self/ns/pid')}")
+
+
+def node_load(stdout: str, here: str = "") -> dict[str, float]:
+    """What other programs used on the job's nodes while the benchmark ran, from the
+    meter lines of each node's first rank (mpimatrix_inject.c, MPIMATRIX_METER=1):
+    {"wall": s, "foreign_cpu": CPU-s, "capacity_cpu": CPU-s, "nodes": n, "wall_here": s
+    the benchmark ran on kernel `here` (this machine's: the emulated cluster's)}, or {}.
+    Nodes that share a kernel (the emulated cluster's) share one /proc/stat and see each
+    other's processes: their busy time and the job's processes count once, against at
+    least the CPU time of all their ranks."""
+    kernels: dict[str, dict[str, float]] = {}
+    nodes = 0
+    for m in _METER.finditer(stdout):
+        nodes += 1
+        cores, wall, busy, own = int(m[3]), float(m[4]), float(m[5]), float(m[6])
+        k = kernels.setdefault(m[2], {"cores": cores, "wall": 0.0, "busy": 0.0, "ranks": 0.0,
+                                      "job": 0.0})
+        k["wall"], k["busy"] = max(k["wall"], wall), max(k["busy"], busy)
+        k["ranks"] += own
+        k["job"] = max(k["job"], float(m[7] or 0))
+    if not kernels:
+        return {}
+    return {"wall": max(k["wall"] for k in kernels.values()),
+            "foreign_cpu": sum(max(k["busy"] - max(k["ranks"], k["job"]), 0.0)
+                               for k in kernels.values()),
+            "capacity_cpu": sum(k["wall"] * k["cores"] for k in kernels.values()),
+            "nodes": float(nodes), "wall_here": kernels.get(here, {}).get("wall", 0.0)}
 
 
 def bad_end(state: str | None) -> bool:

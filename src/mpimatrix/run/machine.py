@@ -1,5 +1,8 @@
 """Was the machine quiet while a session ran? CPU time used by anything but the
 session itself (its ReFrame process and every job ReFrame ran), from /proc/stat.
+On a batch partition the jobs run under the scheduler, on other nodes: there each
+benchmark measures its own nodes (rfm/job_outcome.node_load), and the session is
+judged by what other programs used there while the benchmarks ran.
 
 A session disturbed by other programs measures them: its values are stored, but
 the gate withholds its verdicts and bless leaves it out. The record per session
@@ -38,11 +41,23 @@ def _own_seconds() -> float:
     return total
 
 
+#: Load.where of a session judged on the machine that ran `mpimatrix run`.
+MACHINE = "machine"
+#: Load.where of a session judged on the nodes its benchmark jobs ran on.
+JOB_NODES = "job nodes"
+
+
 @dataclass
 class Load:
     seconds: float  # wall time
     foreign_cpu: float  # CPU seconds of other programs
-    cores: int
+    cores: float  # cores of the machine, or the jobs' nodes' cores on average
+    where: str = MACHINE
+
+    @classmethod
+    def from_record(cls, record: dict) -> Load:
+        return cls(record["seconds"], record["foreign_cpu"], record["cores"],
+                   record.get("where", MACHINE))
 
     @property
     def share(self) -> float:
@@ -53,8 +68,27 @@ class Load:
         return self.share > MAX_FOREIGN_SHARE
 
     def text(self) -> str:
+        if self.where == JOB_NODES:
+            return (f"other programs used {self.foreign_cpu:.1f} CPU-s ({self.share:.1%} of "
+                    f"the CPU time of the benchmarks' nodes) during the {self.seconds:.0f} s "
+                    "the benchmarks ran")
         return (f"other programs used {self.foreign_cpu:.1f} CPU-s ({self.share:.1%} of the "
-                f"machine's {self.cores} cores) during the {self.seconds:.0f} s session")
+                f"machine's {self.cores:g} cores) during the {self.seconds:.0f} s session")
+
+
+def on_job_nodes(node_loads: list[dict], own_rate: float = 0.0) -> Load | None:
+    """The load of the nodes the benchmark jobs ran on (each case's node_load), or
+    None when no case measured its nodes (a local partition). Nodes on this machine's
+    kernel (the emulated cluster) also run the session itself (ReFrame polling Slurm):
+    its CPU time, at the session's average rate `own_rate`, is not other programs'."""
+    loads = [x for x in node_loads if x and x.get("capacity_cpu", 0) > 0]
+    if not loads:
+        return None
+    seconds = sum(x["wall"] for x in loads)
+    capacity = sum(x["capacity_cpu"] for x in loads)
+    foreign = sum(max(x["foreign_cpu"] - own_rate * x.get("wall_here", 0.0), 0.0)
+                  for x in loads)
+    return Load(seconds, foreign, capacity / max(seconds, 1e-9), JOB_NODES)
 
 
 class LoadMeter:
@@ -63,7 +97,9 @@ class LoadMeter:
 
     def stop(self) -> Load:
         busy, own = _busy_seconds() - self.busy0, _own_seconds() - self.own0
-        return Load(time.monotonic() - self.t0, max(busy - own, 0.0), os.cpu_count() or 1)
+        seconds = time.monotonic() - self.t0
+        self.own_rate = own / max(seconds, 1e-9)  # the session's own CPU-s per second
+        return Load(seconds, max(busy - own, 0.0), os.cpu_count() or 1)
 
 
 def record(path: Path, uuid: str, load: Load) -> None:

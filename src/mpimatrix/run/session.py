@@ -106,7 +106,8 @@ def mode_profile(mode: str) -> str:
 
 
 def measured_run(cmd: list[str], report: Path) -> int:
-    """Run ReFrame, and record how busy the machine was with other programs."""
+    """Run ReFrame, and record how busy the machine (on batch partitions: the
+    benchmarks' nodes) was with other programs."""
     meter = LoadMeter()
     try:
         rc = progress.call(cmd)
@@ -118,7 +119,11 @@ def measured_run(cmd: list[str], report: Path) -> int:
         raise
     load = meter.stop()
     if report.exists():
-        uuid_ = load_report(report)["session_info"].get("uuid", "?")
+        data = load_report(report)
+        uuid_ = data["session_info"].get("uuid", "?")
+        load = machine.on_job_nodes([tc.get("node_load") for r in data.get("runs", [])
+                                     for tc in r.get("testcases", [])],
+                                    meter.own_rate) or load
         with guard(load_record_path()):
             machine.record(load_record_path(), uuid_, load)
     return rc
@@ -221,7 +226,7 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
             for s in (report, conf) if s]
     disturbed = [b for b in busy if b.get("disturbed")]
     for b in disturbed:
-        print(f"DISTURBED: {machine.Load(b['seconds'], b['foreign_cpu'], b['cores']).text()}: "
+        print(f"DISTURBED: {machine.Load.from_record(b).text()}: "
               "the values measure them too; verdicts not judged, run again on a quiet machine")
     print(f"report: {report_file}")
     code = exit_code(report, judged)

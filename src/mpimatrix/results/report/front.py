@@ -104,7 +104,7 @@ def expected_failures(s: Session) -> list[dict]:
     for c in s.cases:
         if c.tc.get("result") == "xfail":
             seen.setdefault((c.line.build, c.check, c.placement), " ".join(
-                str(c.tc.get("fail_reason") or c.tc.get("xfail_reason") or "").split())[:300])
+                str(c.tc.get("fail_reason") or c.tc.get("expected_failure") or "").split())[:300])
     return [{"build": b, "check": ch, "placement": p, "reason": r}
             for (b, ch, p), r in sorted(seen.items())]
 
