@@ -244,8 +244,8 @@ class BuildCheck(MachineLimits):
             complete = self.results_complete()
             problems = [job_outcome.failure_reason(self.job.jobid, self.job.state, nodes,
                                                    stderr, complete, hung_for)]
-            hung = hung_for is not None or (complete and "TIMEOUT" in str(self.job.state))
-            fault = hung and known_fault(self.build, self.placement.nodes, HANG_AFTER_RESULTS)
+            fault = (job_outcome.hung_after_results(self.job.state, complete, hung_for)
+                     and known_fault(self.build, self.placement.nodes, HANG_AFTER_RESULTS))
             if fault:
                 # ReFrame reports an ExpectedFailureError from any stage as XFAIL, and
                 # keeps no reason of an XFAIL in its report: the variable keeps it

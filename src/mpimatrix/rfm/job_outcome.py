@@ -102,6 +102,12 @@ HUNG_AFTER_RESULTS = "the program had printed all its results, then hung"
 _IN_FINALIZE = " (in MPI_Finalize: a hang of the MPI library, not of the benchmark)"
 
 
+def hung_after_results(state: str, results_complete: bool, hung_for: float | None) -> bool:
+    """The program printed all its results, then did not end: cancelled early by the
+    scheduler (`hung_for`) or at its time limit."""
+    return hung_for is not None or (results_complete and "TIMEOUT" in str(state))
+
+
 def failure_reason(jobid, state: str, nodes: list[str], stderr: str,
                    results_complete: bool = False, hung_for: float | None = None) -> str:
     """e.g. 'Slurm job 25 ended NODE_FAIL on node[1-2]: srun: error: Node failure on node2'.
@@ -117,6 +123,6 @@ def failure_reason(jobid, state: str, nodes: list[str], stderr: str,
     hung = ""
     if hung_for is not None:
         hung = f"; {HUNG_AFTER_RESULTS} and was cancelled {hung_for:.0f} s later{_IN_FINALIZE}"
-    elif results_complete and "TIMEOUT" in str(state):
+    elif hung_after_results(state, results_complete, hung_for):
         hung = f"; {HUNG_AFTER_RESULTS} until the time limit{_IN_FINALIZE}"
     return f"Slurm job {jobid} ended {state} on {where}{hung}{detail}"

@@ -117,15 +117,13 @@ def measured_run(cmd: list[str], report: Path) -> int:
     except DiskFull:
         drop_partial(report)
         raise
-    load = meter.stop()
+    measured = meter.stop()
     if report.exists():
-        data = load_report(report)
-        uuid_ = data["session_info"].get("uuid", "?")
-        load = machine.on_job_nodes([tc.get("node_load") for r in data.get("runs", [])
-                                     for tc in r.get("testcases", [])],
-                                    meter.own_rate) or load
+        session = load(load_report(report))
+        judged_load = machine.on_job_nodes([c.tc.get("node_load") for c in session.cases],
+                                           meter.own_rate) or measured
         with guard(load_record_path()):
-            machine.record(load_record_path(), uuid_, load)
+            machine.record(load_record_path(), session.uuid, judged_load)
     return rc
 
 
