@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.results import gate, references, samples
-from mpimatrix.results.measurements import load
+from mpimatrix.results.measurements import load, with_references
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
 from mpimatrix.results.sessions import load_report, session_info
 from mpimatrix.results.statistics import best, spread
@@ -56,18 +56,6 @@ def injected_of(report: dict) -> tuple[str, float] | None:
 def passes(report: dict, first: int, last: int | None = None) -> dict:
     out = copy.deepcopy(report)
     out["runs"] = out["runs"][first:last]
-    return out
-
-
-def with_references(report: dict, refs: dict) -> dict:
-    """The session as ReFrame would have reported it against these references."""
-    out = copy.deepcopy(report)
-    for case in load(out).cases:
-        entry = (((refs.get(case.test_class) or {}).get(case.partition) or {}).get(
-            case.environ) or {}).get(case.tc.get("ref_key")) or {}
-        for fullvar, pv in (case.tc.get("perfvalues") or {}).items():
-            ref = entry.get(fullvar.rsplit(":", 1)[-1])
-            pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
     return out
 
 

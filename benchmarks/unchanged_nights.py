@@ -26,9 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from gate_replay import with_references  # noqa: E402
 
 from mpimatrix.results import gate, references  # noqa: E402
+from mpimatrix.results.measurements import with_references  # noqa: E402
 from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 

@@ -167,8 +167,72 @@ def test_changes_names_a_step_once_and_exits_1_for_cron(builds, tmp_path):
     new = [ln for ln in proc.stdout.splitlines() if ln.startswith("NEW SLOWER ")]
     mine = [ln for ln in new if ln.startswith(f"NEW SLOWER {victim} ")]
     assert mine and all(f"from session {uuids[3]} " in ln for ln in mine), proc.stdout
+    # the injector changed no software: each step says so, between the sessions around it
+    lines = proc.stdout.splitlines()
+    after = [lines[lines.index(ln) + 1] for ln in mine]
+    assert all(a == f"      software session {uuids[2][:8]} -> {uuids[3][:8]}: no recorded "
+               "software change" for a in after), after
     if len(builds) >= 3:  # judged against the host; the build as a whole has a series
         assert any(ln.startswith(f"NEW SLOWER {victim} (the whole build, local:default): +")
                    for ln in mine), proc.stdout
     again = mpimatrix(tmp_path, "changes", "--since", "1d")
     assert again.returncode == 0 and "NEW " not in again.stdout, again.stdout
+
+
+def test_a_regression_names_what_changed_since_the_build_last_passed(blessed, builds,
+                                                                     tmp_path):
+    """A session where Debian's libucx0 is newer (dpkg-query answers so) and the Debian
+    MPICH build is three times as slow: its REGRESSION lines are followed by what changed
+    since the last session where those values passed, naming that package; `mpimatrix
+    diff` names it for the builds that load libucx0 only, says "no recorded software
+    change" between two unchanged sessions, and the HTML report has it under "What
+    changed"."""
+    from test_software_changes import fake_dpkg_query
+
+    results, only = blessed
+    victim = builds[0]
+    if not victim.endswith("-debian"):
+        pytest.skip(f"the first build with IMB is {victim}, not a Debian MPI")
+    fake = fake_dpkg_query(tmp_path / "bin", "libucx0", "1.99.0-1~test")
+    path = f"{fake}{os.pathsep}{os.environ['PATH']}"
+    env = {**os.environ, "PATH": path, "MPIMATRIX_RESULTS": str(results),
+           "MPIMATRIX_INJECT": f"^{re.escape(victim)}$:clock=3.0"}
+    for _ in range(3):  # as quiet_run: a disturbed session, or a HOST line, runs again
+        proc = subprocess.run([MPIMATRIX, "run", "--mode", "compare", *only, *SELECT],
+                              capture_output=True, text=True, env=env, timeout=1800)
+        busy = [ln for ln in proc.stdout.splitlines()
+                if ln.startswith(("DISTURBED:", "HOST "))]
+        if not busy:
+            break
+    else:
+        pytest.skip(f"this machine was busy during the session: {busy[0]}")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    out = proc.stdout.splitlines()
+    head = next(i for i, ln in enumerate(out) if ln.startswith(f"  {victim}: changed since "))
+    assert out[head - 1].startswith(f"REGRESSION {victim} "), out[head - 1]
+    assert re.match(rf"  {re.escape(victim)}: changed since session [0-9a-f]{{8}} \(\d{{4}}-"
+                    r"\d\d-\d\d \d\d:\d\d UTC\), the last where these values passed:$",
+                    out[head]), out[head]
+    assert re.match(r"    libucx0 \(deb\): \S+ -> 1\.99\.0-1~test$", out[head + 1]), out[head:]
+    assert not out[head + 2].startswith("    "), out[head:]  # nothing else changed
+
+    sessions = [json.loads(p.read_text())["session_info"]["uuid"] for p in sorted(
+        (results / "reports").glob("compare-*.json"), key=lambda p: p.stat().st_mtime)
+        if not p.name.endswith("-confirm.json")]
+    new = re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)[1]
+    diff = mpimatrix(results, "diff", sessions[0], new)
+    assert diff.returncode == 0, diff.stdout + diff.stderr
+    loading = [b for b in builds if b.endswith("-debian")]
+    assert re.search(rf"^  {re.escape(victim)}:\n    libucx0 \(deb\): \S+ -> 1\.99\.0-1~test$",
+                     diff.stdout, re.M), diff.stdout
+    named = re.findall(r"^  (\S+):$", diff.stdout, re.M)
+    assert set(named) <= set(loading) and victim in named, diff.stdout
+    same = mpimatrix(results, "diff", sessions[0], sessions[1])
+    assert same.returncode == 0 and "  no recorded software change" in same.stdout, same.stdout
+
+    report = mpimatrix(results, "report", "--html", "--session", new, "--output-dir",
+                       str(tmp_path / "html"), "--name", "changed")
+    assert report.returncode == 0, report.stdout + report.stderr
+    html = (tmp_path / "html" / "changed.html").read_text()
+    assert "<h3>What changed</h3>" in html
+    assert re.search(r"<code>libucx0 \(deb\): \S+ -&gt; 1\.99\.0-1~test</code>", html)

@@ -66,7 +66,9 @@ def kit_env(request, tmp_path_factory):
     env_dir = spack_tool.env_copy(tmp_path_factory.mktemp("kit") / "env", list(KIT_ROWS))
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     out = {}
-    for step in (["concretize"], ["install", "--fail-fast"]):
+    # --fresh: the lock from spack.yaml and the recipes alone, not from what is installed
+    # (Spack reuses installed specs: the changed rows' IMB -O3 would do for this row's IMB)
+    for step in (["concretize", "--fresh"], ["install", "--fail-fast"]):
         t0 = time.monotonic()
         proc = subprocess.run([spack, "-e", str(env_dir), *step], env=env,
                               capture_output=True, text=True, timeout=3600)
@@ -179,3 +181,109 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
     _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
+
+
+#: The kit rows with one dependency changed: the MVAPICH2 row's IMB built with -O3.
+CHANGED_ROWS = (*KIT_ROWS[:2], KIT_ROWS[2] + " ^intel-mpi-benchmarks cflags=-O3")
+MVAPICH2_IMB = "intel-mpi-benchmarks@2021.7 (spack): cflags (none) -> -O3"
+IMB_INTRANODE = ["--", "-n", r"ImbCheck%placement=intranode%benchmark=MPI1:(PingPong|Allreduce)$"]
+
+
+@pytest.fixture(scope="module")
+def changed_env(kit_env, request, tmp_path_factory):
+    """The changed rows concretized and installed (one IMB rebuilt, ~40 s); that IMB is
+    uninstalled at the end, so that no other concretization of the kit rows without
+    --fresh (a person's, `spack concretize` reuses what is installed) picks it up."""
+    spack = kit_env["spack"]
+    env_dir = spack_tool.env_copy(tmp_path_factory.mktemp("changed") / "env",
+                                  list(CHANGED_ROWS))
+    env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
+    for step in (["concretize", "--fresh"], ["install", "--fail-fast"]):
+        proc = subprocess.run([spack, "-e", str(env_dir), *step], env=env,
+                              capture_output=True, text=True, timeout=3600)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    lock = read_lock(env_dir / "spack.lock")
+    flagged = [n.hash for n in lock.nodes.values()
+               if n.name == "intel-mpi-benchmarks" and n.values("cflags") == ["-O3"]]
+    assert len(flagged) == 1, flagged
+    yield {"lock": env_dir / "spack.lock"}
+    subprocess.run([spack, "uninstall", "-y", "--dependents", f"/{flagged[0]}"], env=env,
+                   capture_output=True, text=True, timeout=600)
+
+
+def _run(results: Path, lock: Path, *args: str, inject: str = "") -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPIMATRIX_LOCK=str(lock), MPIMATRIX_SPACK_SITE="debian-local",
+               MPIMATRIX_RESULTS=str(results))
+    for var in ("MPIMATRIX_BUILDS", "MPIMATRIX_INJECT", "SPACK_ENV"):
+        env.pop(var, None)
+    if inject:
+        env["MPIMATRIX_INJECT"] = inject
+    return subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), *args], env=env,
+                          capture_output=True, text=True, timeout=1800)
+
+
+def _uuid(proc: subprocess.CompletedProcess) -> str:
+    import re
+
+    m = re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)
+    assert m, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return m[1]
+
+
+def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report(
+        kit_env, changed_env, request, tmp_path):
+    """Three sessions on the kit rows, `bless`; then three on the changed rows with
+    MVAPICH2 slowed 2x by the injector: the REGRESSION lines, `mpimatrix changes`, `mpimatrix
+    diff` and the HTML report name the IMB -O3 for the MVAPICH2 build and for no other."""
+    import re
+
+    before, after = kit_env["lock"], changed_env["lock"]
+    mvapich2 = "mvapich2-2.3.7-1-kit-nemesis-gcc12"
+    inject = "^mvapich2-:clock=2.0"
+    uuids = [_uuid(_run(tmp_path, before, "run", "--mode", "compare", "--no-confirm",
+                        *IMB_INTRANODE)) for _ in range(3)]
+    proc = _run(tmp_path, before, "bless", "--since", "1d", "--mode", "compare")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = _run(tmp_path, after, "run", "--mode", "compare", *IMB_INTRANODE, inject=inject)
+    uuids.append(_uuid(proc))
+    verdicts = proc.stdout[proc.stdout.find("\nREGRESSION "):].strip().split("\n\n")[0]
+    _say(request, f"\n`mpimatrix run` on the changed rows, MVAPICH2 slowed 2x:\n{verdicts}")
+    assert proc.returncode == 1, proc.stdout[-4000:]
+    out = proc.stdout.splitlines()
+    regressions = [ln.split()[1] for ln in out if ln.startswith("REGRESSION ")]
+    assert mvapich2 in regressions, proc.stdout[-4000:]
+    head = out.index(next(ln for ln in out if ln.startswith(f"  {mvapich2}: changed since ")))
+    assert f"changed since session {uuids[2][:8]} " in out[head], out[head]
+    assert out[head + 1] == f"    {MVAPICH2_IMB}", out[head:head + 3]
+    assert not out[head + 2].startswith("    "), out[head:head + 3]
+    for _ in range(2):
+        uuids.append(_uuid(_run(tmp_path, after, "run", "--mode", "compare", "--no-confirm",
+                                *IMB_INTRANODE, inject=inject)))
+
+    proc = _run(tmp_path, after, "changes", "--since", "1d")
+    _say(request, "\n`mpimatrix changes`:\n" + proc.stdout)
+    lines = proc.stdout.splitlines()
+    steps = [i for i, ln in enumerate(lines) if ln.startswith("NEW SLOWER ")]
+    assert steps and all(lines[i].startswith(f"NEW SLOWER {mvapich2} ") for i in steps), lines
+    for i in steps:
+        assert lines[i + 1] == (f"      software session {uuids[2][:8]} -> {uuids[3][:8]}: "
+                                "changed"), lines[i:i + 3]
+        assert lines[i + 2] == f"        {mvapich2}: {MVAPICH2_IMB}", lines[i:i + 3]
+        assert not lines[i + 3].startswith("        "), lines[i:i + 4]
+
+    proc = _run(tmp_path, after, "diff", uuids[2], uuids[3])
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[1:] == [f"  {mvapich2}:", f"    {MVAPICH2_IMB}",
+                                            "1 change(s): 1 build(s)"], proc.stdout
+    proc = _run(tmp_path, after, "diff", uuids[0], uuids[1])
+    assert proc.stdout.splitlines()[1:] == ["  no recorded software change"], proc.stdout
+
+    proc = _run(tmp_path, after, "report", "--html", "--session", uuids[3], "--name",
+                "changed", "--output-dir", str(tmp_path / "html"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    html = (tmp_path / "html" / "changed.html").read_text()
+    section = html[html.index("<h3>What changed</h3>"):]
+    section = section[:section.index("<h3>", 5)]
+    assert re.findall(r"<code>(.*?)</code>", section) == [
+        MVAPICH2_IMB.replace(">", "&gt;")], section
+    assert f"<b>{mvapich2}</b>" in section

@@ -11,7 +11,7 @@ from pathlib import Path
 STALE_SECONDS = 600
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str | bytes) -> None:
     """Write `text` to a temporary file in the same directory, flush it to disk,
     then rename it over `path`: readers (and a kill at any moment) see the old
     file or the new one."""
@@ -25,7 +25,7 @@ def atomic_write(path: Path, text: str) -> None:
             pass
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fp:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as fp:
             fp.write(text)
             fp.flush()
             os.fsync(fp.fileno())

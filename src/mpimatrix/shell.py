@@ -41,6 +41,13 @@ def shell_value(value: str) -> str:
     return "".join(parts)
 
 
+def expand_value(value: str, env: dict[str, str]) -> str:
+    """An environment value as the job's shell would set it: $NAME and ${NAME} from
+    `env` (empty when unset), $$ a literal $."""
+    return _VAR.sub(lambda m: "$" if m.group(3) else env.get(m.group(1) or m.group(2), ""),
+                    value)
+
+
 def quote_argv(argv: list[str]) -> list[str]:
     """Each token quoted, for APIs that join tokens with spaces (ReFrame launchers)."""
     return [shlex.quote(a) for a in argv]

@@ -16,7 +16,7 @@ from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import bench_build, bless, changes, cluster, report, spack
+from . import bench_build, bless, changes, cluster, diff, report, spack
 from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
 
 
@@ -101,7 +101,7 @@ def parser() -> argparse.ArgumentParser:
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for module in (bless, changes, cluster, spack, bench_build, report):
+    for module in (bless, changes, diff, cluster, spack, bench_build, report):
         module.register(sub)
     return p
 

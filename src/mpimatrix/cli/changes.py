@@ -13,8 +13,11 @@ from pathlib import Path
 from ..atomic import atomic_write
 from ..paths import results_dir
 from ..results import history
+from ..results.changed_since import NO_RECORD, session_changes
+from ..results.measurements import Session, load
 from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
+from ..results.software_diff import changes_for
 from ..run.stored import sessions_in, stored_sessions
 from .session_args import period
 
@@ -34,14 +37,33 @@ def cmd_changes(args) -> int:
     seen = reported(state)
     new = [c for c in changes if c.ident not in seen]
     shown = changes if args.all else new
+    by_uuid = {s.uuid: s for s in map(load, sessions)}
     for c in sorted(shown, key=lambda c: (not c.worse, c.series.build, c.series.check)):
         print(("NEW " if c in new else "    ") + c.line())
+        print("\n".join(step_software(c, by_uuid)))
     points = max(len(s.points) for s in series)
     print(f"{len(series)} series over up to {points} session(s): {len(changes)} step(s), "
           f"{len(new)} new ({sum(c.worse for c in new)} for the worse)")
     if not args.dry_run:
         record_reported(state, seen | {c.ident for c in changes})
     return 1 if any(c.worse for c in new) else 0
+
+
+def step_software(c: history.Change, sessions: dict[str, Session]) -> list[str]:
+    """What changed in the build's software between the sessions before and after a
+    step (for the host's steps: the machine's and every build's)."""
+    before = sessions.get(c.series.points[c.index - 1].session)
+    after = sessions.get(c.point.session)
+    if before is None or after is None:
+        return []
+    every = session_changes(before, after)
+    at = f"session {before.uuid[:8]} -> {after.uuid[:8]}"
+    if every is None:
+        return [f"      software {at}: unknown ({NO_RECORD} for one of the two sessions)"]
+    mine = every if c.series.build == history.HOST else changes_for(every, c.series.build)
+    if not mine:
+        return [f"      software {at}: no recorded software change"]
+    return [f"      software {at}: changed"] + [f"        {x.line()}" for x in mine]
 
 
 def reported(path: Path) -> set[str]:

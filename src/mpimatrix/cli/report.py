@@ -14,6 +14,7 @@ from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
+from ..run.session import earlier_sessions
 from ..site.systems import partition_prices
 from .session_args import sessions_from_args
 
@@ -38,7 +39,8 @@ def cmd_report(args) -> int:
     if not NAME.fullmatch(name):
         raise SessionError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
     rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
-                      baseline=args.baseline, max_trends=args.max_trends)
+                      baseline=args.baseline, max_trends=args.max_trends,
+                      earlier=earlier_sessions())
     html, md = write(Path(args.output_dir) if args.output_dir else reports_dir(), name,
                      rep.html, rep.markdown)
     print(rep.markdown)

@@ -8,6 +8,7 @@ shape); `as_session` also lets an already loaded Session through.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections import Counter
@@ -247,6 +248,11 @@ class Session:
         return _text(self.info.get("spack_lock"))
 
     @property
+    def software(self) -> str:
+        """The id of the software record `mpimatrix run` kept for the session ('' if none)."""
+        return _text(self.info.get("software"))
+
+    @property
     def lock(self) -> str:
         """The Spack lock's sha256 the builds came from ('' for none or several)."""
         lock = self.spack_lock
@@ -292,6 +298,18 @@ def load(data: dict) -> Session:
                 continue
             cases.append(Case(tc, uuid, int(tc.get("run_index", i) or i)))
     return Session(session_info(data), tuple(cases), len(data.get("runs") or []), data)
+
+
+def with_references(report: dict, refs: dict) -> dict:
+    """The session as ReFrame would have reported it against these references."""
+    out = copy.deepcopy(report)
+    for case in load(out).cases:
+        entry = (((refs.get(case.test_class) or {}).get(case.partition) or {}).get(
+            case.environ) or {}).get(case.tc.get("ref_key")) or {}
+        for fullvar, pv in (case.tc.get("perfvalues") or {}).items():
+            ref = entry.get(fullvar.rsplit(":", 1)[-1])
+            pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
+    return out
 
 
 def as_session(session: Session | dict) -> Session:

@@ -3,6 +3,7 @@ one line per performance value outside its reference."""
 
 from __future__ import annotations
 
+from .changed_since import ChangedSince
 from .gate import NOISE, NOT_GATED, REGRESSION, Judgement, ValueVerdict, judge
 from .measurements import Case, Session, as_session
 from .sessions import defined
@@ -109,10 +110,22 @@ def host_lines(judged: Judgement) -> list[str]:
     return out
 
 
+def regression_lines(judged: Judgement, changed: list[ChangedSince] | None = None
+                     ) -> list[str]:
+    """The REGRESSION lines, each build's together, followed by what changed in its
+    software since it last passed (when `changed` says)."""
+    notes = {c.build: c.lines() for c in changed or []}
+    by_build: dict[str, list[str]] = {}
+    for line in judged.regressions:
+        by_build.setdefault(line.split()[1], []).append(line)
+    return [ln for build, lines in by_build.items() for ln in (*lines, *notes.get(build, ()))]
+
+
 def format_table(session: Session | dict, judged: Judgement | None = None,
-                 width: int = 200) -> str:
+                 width: int = 200, changed: list[ChangedSince] | None = None) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
-    reason names the cause."""
+    reason names the cause; after each build's REGRESSION lines, what changed
+    (`changed`)."""
     session = as_session(session)
     judged = judge(session) if judged is None else judged
     results = judged.verdicts
@@ -123,7 +136,7 @@ def format_table(session: Session | dict, judged: Judgement | None = None,
     for r in [HEADER, *data]:
         line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
         lines.append(line if r[RESULT] in WITH_REASON else line[:width])
-    extra = [*judged.regressions, *gate_lines(results), *host_lines(judged)]
+    extra = [*regression_lines(judged, changed), *gate_lines(results), *host_lines(judged)]
     if extra:
         lines.append("")
         lines += extra

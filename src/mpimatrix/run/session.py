@@ -24,13 +24,16 @@ from pathlib import Path
 import yaml
 
 from ..builds.bench_prepare import prepare_sources
+from ..builds.software import software_of
 from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references, stats_path
 from ..results import summary
+from ..results.changed_since import changed_since
 from ..results.gate import Judgement, failed_first, judge
 from ..results.measurements import Session, load
 from ..results.sessions import SessionError, load_report
+from ..results.software_store import software_dir, store_software
 from ..rfm.inject import injection_for
 from ..site.config import MODES
 from . import machine, progress
@@ -73,6 +76,9 @@ def session_extras(extra: dict[str, str] | None = None) -> str:
               "builds": "+".join(b.environ_name for b in bs.builds)}
     if bs.lock_sha256:
         extras["spack_lock"] = bs.lock_sha256
+    locks = [Path(bs.source.partition(":")[2])] if bs.source.startswith("lock:") else []
+    with guard(software_dir()):
+        extras["software"] = store_software(software_of(bs.builds), locks)
     if bs.skipped:  # ReFrame splits the extras at commas
         extras["skipped_builds"] = " | ".join(
             f"{s.name}: {s.reason}" for s in bs.skipped).replace(",", ";")
@@ -215,8 +221,11 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
     stats = _load_yaml(stats_path(references_dir() / f"{_system(report)}.yaml"))
     conf = confirm(report, mode, confirm_repeats, stats, setvar_args(reframe_args))
     judged = judge(report, [conf] if conf else [], stats)
+    refs_file = references_dir() / f"{_system(report)}.yaml"
+    changed = (changed_since(report, judged, earlier_sessions(report_file), stats,
+                             load_references(refs_file)) if judged.regressions else [])
     print()
-    print(summary.format_table(report, judged))
+    print(summary.format_table(report, judged, changed=changed))
     slow_hosts = [h for h in judged.hosts if h.slow]
     if osu:
         print(osu)
@@ -231,6 +240,18 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
     if code == FAILED and disturbed and not _sanity_failures(report):
         return DISTURBED
     return DISTURBED if code == OK and slow_hosts else code
+
+
+def earlier_sessions(skip: Path | None = None):
+    """The sessions `mpimatrix run` stored (not confirmations, not `skip`), newest first,
+    read one at a time (a regression's last good session is usually recent)."""
+    files = [p for p in reports_dir().glob("*.json") if p != skip
+             and not p.name.endswith("-confirm.json") and not p.is_symlink()]
+    for path in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            yield load(load_report(path))
+        except SessionError:
+            continue
 
 
 def exit_code(report: Session, judged: Judgement) -> int:

@@ -104,6 +104,11 @@ def read_lock(path: str | os.PathLike) -> Lock:
         raise LockError(f"{path}: cannot read Spack lock file: {err.strerror}; check "
                         "MPIMATRIX_LOCK (or SPACK_ENV) and run `spack concretize` in that "
                         "environment") from None
+    return parse_lock(raw, path)
+
+
+def parse_lock(raw: bytes, path: Path) -> Lock:
+    """A lock from its bytes; `path` names it in errors."""
     sha = hashlib.sha256(raw).hexdigest()
     try:
         data = json.loads(raw)

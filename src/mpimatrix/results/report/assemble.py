@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import compare, cost, front, gate_view, layouts, page, trend
@@ -26,12 +28,14 @@ class Report:
 def make_report(sessions: list[dict], *, name: str = "report", references: dict | None = None,
                 statistics: dict | None = None, prices: dict | None = None,
                 baseline: str | None = None, verdicts: list | None = None,
-                change_points: list | None = None, max_trends: int = 24) -> Report:
+                change_points: list | None = None, max_trends: int = 24,
+                earlier: Iterable | None = None) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
     statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
     verdicts and change_points are the seams of the regression gate and of the history
     (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
-    results.history itself."""
+    results.history itself. `earlier`: sessions before the report's, newest first, where
+    a regressed build's last good session is looked for (by default the report's own)."""
     data = load(sessions, references)
     statistics = statistics or {}
     if verdicts is None:
@@ -46,6 +50,10 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     ctx.update(front_page(data, verdicts, statistics))
+    before = [s for s in reversed(data.sessions) if s is not cur]
+    ctx["what_changed"] = gate_view.what_changed(
+        cur, data.confirming(cur), statistics,
+        before if earlier is None else itertools.chain(before, earlier), references)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
     ctx.update(layout_section(cv, colours))

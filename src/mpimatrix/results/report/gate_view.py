@@ -3,7 +3,10 @@ the report's seams take: front.Verdict and trend.ChangePoint."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from .. import gate, history
+from ..changed_since import changed_since
 from ..measurements import Session, as_session, as_sessions
 from .front import Verdict
 from .trend import ChangePoint
@@ -37,6 +40,18 @@ def gate_verdicts(current: Session, confirmations: list[Session], stats: dict | 
                            ref_keys.get((v.environ, v.check, v.placement), ""), v.var, status,
                            v.value, v.reference, v.unit, reason, v.build))
     return out
+
+
+def what_changed(current: Session, confirmations: list[Session], stats: dict | None,
+                 earlier: Iterable[Session], refs: dict | None = None) -> list[dict]:
+    """Per regressed build: the last earlier session where it passed and what changed in
+    its software since (results.changed_since); [] without a regression."""
+    judged = gate.judge(as_session(current), confirmations, stats)
+    if not judged.regressions:
+        return []
+    return [{"build": c.build, "heading": c.heading(),
+             "changes": [x.text for x in c.changes or ()]}
+            for c in changed_since(as_session(current), judged, earlier, stats, refs)]
 
 
 def history_change_points(sessions: list[Session]) -> list[ChangePoint]:

@@ -1,0 +1,105 @@
+"""What changed since a regressed build last passed: the session before this one in
+which the build's regressed values (and, for a whole-build verdict, the build) passed
+against today's references, and the difference between that session's software and
+this one's (software_diff.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .gate import PASS, REGRESSION, Judgement, judge
+from .measurements import Session, load, with_references
+from .policy import DEFAULT_POLICY, GatePolicy
+from .software_diff import SoftwareChange, changes_for, software_changes
+from .software_store import stored_lock, stored_software
+
+NO_RECORD = "no software record"
+
+
+def session_changes(old: Session, new: Session, results: Path | None = None
+                    ) -> list[SoftwareChange] | None:
+    """Every software change from `old` to `new`; None when either session has no
+    software record in the store (run before it kept them, or by plain `reframe -r`)."""
+    a = stored_software(old.software, results)
+    b = stored_software(new.software, results)
+    if a is None or b is None:
+        return None
+    return software_changes(a, b, lambda sha: stored_lock(sha, results))
+
+
+@dataclass(frozen=True)
+class ChangedSince:
+    build: str
+    since: Session | None  # the last earlier session where the build passed
+    changes: tuple[SoftwareChange, ...] | None  # None: a session without a record
+    looked_at: int = 0  # earlier sessions looked at
+
+    def heading(self) -> str:
+        """One sentence: since when, and whether anything in the software changed."""
+        if self.since is None:
+            return (f"no earlier session where these values passed (of {self.looked_at} "
+                    "stored): nothing to compare with")
+        at = f"session {self.since.uuid[:8]} ({self.since.date} UTC)"
+        if self.changes is None:
+            return (f"changed since {at}, the last where these values passed: unknown "
+                    f"({NO_RECORD} for one of the two sessions)")
+        if not self.changes:
+            return (f"no recorded software change since {at}, the last where these values "
+                    "passed: look at the machine")
+        return f"changed since {at}, the last where these values passed:"
+
+    def lines(self, indent: str = "  ") -> list[str]:
+        return ([f"{indent}{self.build}: {self.heading()}"]
+                + [f"{indent}  {c.text}" for c in self.changes or ()])
+
+
+def _passed(prev: Judgement, build: str, keys: set, whole: bool) -> bool:
+    """Whether a build passed in an earlier session: each of its regressed values that
+    session measured (at least one, unless the verdict was on the whole build), and
+    the whole build when that was the verdict."""
+    mine = [v for v in prev.verdicts if v.key in keys]
+    if any(v.status != PASS for v in mine):
+        return False
+    if whole:
+        return any(b.build == build and b.status == PASS for b in prev.builds)
+    return bool(mine)
+
+
+def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session],
+                  stats: dict | None, refs: dict | None = None,
+                  policy: GatePolicy = DEFAULT_POLICY, results: Path | None = None
+                  ) -> list[ChangedSince]:
+    """For each build with a REGRESSION, in the order of the REGRESSION lines; `earlier`:
+    stored sessions, newest first (read only as far as needed), each judged against
+    `refs` (today's references; by default those it ran with)."""
+    regressed: dict[str, set] = {}
+    whole = {b.build for b in judged.builds if b.status == REGRESSION}
+    for b in judged.builds:
+        if b.status == REGRESSION:
+            regressed.setdefault(b.build, set())
+    for v in judged.verdicts:
+        if v.status == REGRESSION:
+            regressed.setdefault(v.build, set()).add(v.key)
+    source = iter(earlier)
+    judged_before: list[tuple[Session, Judgement]] = []
+
+    def candidates():
+        yield from judged_before
+        for prev in source:
+            if prev.uuid != session.uuid and not prev.confirms and prev.start < session.start:
+                again = load(with_references(prev.raw, refs)) if refs else prev
+                judged_before.append((prev, judge(again, None, stats, policy)))
+                yield judged_before[-1]
+
+    out = []
+    for build, keys in regressed.items():
+        since = next((prev for prev, j in candidates()
+                      if _passed(j, build, keys, build in whole)), None)
+        changes = None
+        if since is not None:
+            every = session_changes(since, session, results)
+            changes = tuple(changes_for(every, build)) if every is not None else None
+        out.append(ChangedSince(build, since, changes, len(judged_before)))
+    return out

@@ -1,0 +1,149 @@
+"""The difference between the software of two sessions, per build, in the words of
+its package manager: Spack specs (the build's own dependency graph in each lock),
+Debian packages, wheels, and the build's record (compiler, launcher, environment,
+benchmarks); the machine's (kernel, Slurm, ReFrame, the checks) apply to every build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..builds.spack.lock_dag import build_dag, build_roots
+from ..builds.spack.lockfile import Lock
+
+MACHINE = ""  # the build of a change to the machine: every build's
+
+
+@dataclass(frozen=True)
+class SoftwareChange:
+    build: str  # MACHINE for a change every build shares
+    text: str
+
+    def line(self) -> str:
+        return self.text if self.build == MACHINE else f"{self.build}: {self.text}"
+
+
+def _shown(value) -> str:
+    return "(none)" if value in (None, "") else str(value)
+
+
+def _mapping(kind: str, old: dict, new: dict) -> list[str]:
+    """Entries added, removed or changed between two {name: version} mappings."""
+    out = []
+    for name in sorted(set(old) | set(new)):
+        a, b = old.get(name), new.get(name)
+        if a == b:
+            continue
+        if a is None:
+            out.append(f"{name}{kind}: added {_shown(b)}")
+        elif b is None:
+            out.append(f"{name}{kind}: removed (was {_shown(a)})")
+        else:
+            out.append(f"{name}{kind}: {_shown(a)} -> {_shown(b)}")
+    return out
+
+
+def machine_changes(old: dict, new: dict) -> list[SoftwareChange]:
+    return [SoftwareChange(MACHINE, f"the machine's {t}")
+            for t in _mapping("", old.get("machine") or {}, new.get("machine") or {})]
+
+
+def _without_install_paths(build: dict) -> dict:
+    """A Spack build's record with its install prefix as <prefix> and without its
+    benchmarks' install directories: a new DAG hash moves them, and the difference of
+    the DAG names why."""
+    if not build.get("spack"):
+        return build
+    rec = dict(build.get("record") or {})
+    prefix = rec.pop("prefix", "") or "\0"
+    rec = {k: v.replace(prefix, "<prefix>") if isinstance(v, str) else v for k, v in rec.items()}
+    env = {k: v.replace(prefix, "<prefix>") for k, v in (build.get("env") or {}).items()}
+    benches = {s: {k: v for k, v in b.items() if k != "bin_dir"}
+               for s, b in (build.get("benchmarks") or {}).items()}
+    return {**build, "record": rec, "env": env, "benchmarks": benches}
+
+
+def build_changes(name: str, old: dict, new: dict,
+                  lock: Callable[[str], Lock | None]) -> list[str]:
+    """What changed in one build between two software records (lock: sha256 -> the
+    stored Spack lock, or None)."""
+    old, new = _without_install_paths(old), _without_install_paths(new)
+    out = _mapping("", old.get("record") or {}, new.get("record") or {})
+    out += [f"environment {t}" for t in _mapping("", old.get("env") or {},
+                                                   new.get("env") or {})]
+    ob, nb = old.get("benchmarks") or {}, new.get("benchmarks") or {}
+    for suite in sorted(set(ob) | set(nb)):
+        if suite not in ob or suite not in nb:
+            out.append(f"{suite.upper()}: {'added' if suite in nb else 'removed'}")
+            continue
+        out += [f"{suite.upper()} {t}" for t in _mapping("", ob[suite], nb[suite])]
+    out += _mapping(" (deb)", old.get("debs") or {}, new.get("debs") or {})
+    out += _mapping(" (wheel)", old.get("wheels") or {}, new.get("wheels") or {})
+    out += spack_changes(old, new, lock)
+    return out
+
+
+def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]) -> list[str]:
+    """The build's dependency graph in the old lock against the new one (`old`, `new`:
+    the build's software records): packages added or removed, and each fact (version,
+    variant, flags, compiler, external prefix, recipe) that differs."""
+    so, sn = old.get("spack") or {}, new.get("spack") or {}
+    if not so and not sn:
+        return []
+    if not so or not sn:
+        return [f"Spack lock: {'added' if sn else 'removed'}"]
+    if so == sn:
+        return []
+    locks = lock(so.get("lock", "")), lock(sn.get("lock", ""))
+    if None in locks:
+        missing = [s[:12] for s, lk in zip((so.get("lock", ""), sn.get("lock", "")), locks,
+                                           strict=True) if lk is None]
+        return [f"Spack lock {so.get('lock', '')[:12]} -> {sn.get('lock', '')[:12]}: "
+                f"lock {', '.join(missing)} is not in the results store, so what changed "
+                "in it cannot be said"]
+    dags = []
+    for lk, spack, rec in zip(locks, (so, sn), (old, new), strict=True):
+        compiler = (rec.get("record") or {}).get("compiler", "")
+        roots = build_roots(lk, spack.get("dag_hash", ""), compiler)
+        roots += [h for h in (spack.get("benchmarks") or {}).values() if h not in roots]
+        dags.append(build_dag(lk, roots))
+    a, b = dags
+    out = []
+    for pkg in sorted(set(a) | set(b)):
+        if pkg not in a or pkg not in b:
+            nodes = b.get(pkg) or a[pkg]
+            versions = ", ".join(n["version"] for n in nodes)
+            out.append(f"{pkg} (spack): {'added' if pkg in b else 'removed'} @{versions}")
+        elif a[pkg] != b[pkg]:
+            if len(a[pkg]) == len(b[pkg]) == 1:
+                fa, fb = a[pkg][0], b[pkg][0]
+                at = f"{pkg}@{fb['version']} (spack)"
+                for fact in sorted(set(fa) | set(fb), key=lambda f: (f != "version", f)):
+                    if fa.get(fact) != fb.get(fact):
+                        what = "version" if fact == "version" else fact
+                        out.append(f"{at}: {what} {_shown(fa.get(fact))} -> "
+                                   f"{_shown(fb.get(fact))}")
+            else:
+                out.append(f"{pkg} (spack): {len(a[pkg])} node(s) -> {len(b[pkg])} node(s), "
+                           "not the same")
+    return out
+
+
+def software_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]
+                     ) -> list[SoftwareChange]:
+    """Every change between two sessions' software records: the machine's first, then
+    each build's (a build in one record only is added or removed)."""
+    out = machine_changes(old, new)
+    ob, nb = old.get("builds") or {}, new.get("builds") or {}
+    for name in sorted(set(ob) | set(nb)):
+        if name not in ob or name not in nb:
+            out.append(SoftwareChange(name, "build added" if name in nb else "build removed"))
+            continue
+        out += [SoftwareChange(name, t) for t in build_changes(name, ob[name], nb[name], lock)]
+    return out
+
+
+def changes_for(changes: list[SoftwareChange], build: str) -> list[SoftwareChange]:
+    """The changes that can affect one build: its own and the machine's."""
+    return [c for c in changes if c.build in (build, MACHINE)]
