@@ -6,17 +6,21 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from ..builds.record import BuildError
 from ..builds.sources import load_builds
+from ..paths import reports_dir
 from ..reference_file import ReferenceFileError
+from ..results.acceptance.requirements import RequirementsError, load_requirements
+from ..results.measurements import load
 from ..results.references import BlessError
-from ..results.sessions import SessionError
+from ..results.sessions import SessionError, load_report
 from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import bench_build, bless, changes, cluster, diff, report, spack
+from . import accept, bench_build, bless, changes, cluster, diff, report, spack
 from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
 
 
@@ -59,10 +63,17 @@ def cmd_install_pypi_mpis(args) -> int:
 
 
 def cmd_run(args) -> int:
-    return run_session(args.mode, args.only, args.reframe_args,
-                       confirm_repeats=0 if args.no_confirm else args.confirm_repeats,
-                       wait=not args.no_wait, partitions=args.partition,
-                       sources=args.sources)
+    reqs = load_requirements(Path(args.requirements)) if args.requirements else None
+    extra = accept.run_options(reqs) if reqs else []
+    rc = run_session(args.mode, args.only, [*args.reframe_args, *extra],
+                     confirm_repeats=0 if args.no_confirm or reqs else args.confirm_repeats,
+                     wait=not args.no_wait, partitions=args.partition,
+                     sources=args.sources)
+    if reqs is None or rc not in (0, 1, 4):
+        return rc
+    session = load(load_report(reports_dir() / "latest.json"))
+    print(f"\nmpimatrix: acceptance requirements {reqs.path}:")
+    return accept.evaluate(reqs, [session], reports_dir(), accept.record_name(reqs))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -97,11 +108,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--no-wait", action="store_true",
                    help="if another `mpimatrix run` uses the results store, stop (exit 3) "
                    "instead of waiting for it")
+    s.add_argument("--requirements", metavar="FILE",
+                   help="acceptance requirements (site_config/acceptance/<system>.yaml): "
+                   "measure what they need, then a verdict on each and the record")
     s.add_argument("reframe_args", nargs=argparse.REMAINDER,
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for module in (bless, changes, diff, cluster, spack, bench_build, report):
+    for module in (bless, changes, diff, accept, cluster, spack, bench_build, report):
         module.register(sub)
     return p
 
@@ -112,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         args.reframe_args = args.reframe_args[1:]
     try:
         return args.func(args)
-    except (BuildError, SessionError, ReferenceFileError, BlessError, InjectError) as err:
+    except (BuildError, SessionError, ReferenceFileError, BlessError, InjectError,
+            RequirementsError) as err:
         print(f"mpimatrix: {err}", file=sys.stderr)
         return 2
     except StoreBusy as err:

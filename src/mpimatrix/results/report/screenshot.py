@@ -58,3 +58,25 @@ def shrink(src: Path, dst: Path, colours: int) -> None:
     with Image.open(src) as im:
         small = im.convert("RGB").quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
         small.save(dst, format="PNG", optimize=True)
+
+
+def print_pdf(page: Path, out: Path) -> Path:
+    """The page printed to PDF by headless Chromium (A4, the page's own print style)."""
+    exe = chromium()
+    if exe is None:
+        raise ScreenshotError("no Chromium to print the PDF: install Debian's `chromium` "
+                              "(apt-get install chromium) or set MPIMATRIX_CHROMIUM")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mpimatrix-chromium-") as profile:
+        cmd = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}/data",
+               "--no-pdf-header-footer", f"--print-to-pdf={out.resolve()}",
+               page.resolve().as_uri()]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise ScreenshotError(f"{exe} took more than 120 s to print {page}") from None
+    if not out.exists() or not out.read_bytes().startswith(b"%PDF"):
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ScreenshotError(f"{exe} wrote no PDF of {page} (rc={proc.returncode}: {tail})")
+    return out

@@ -55,32 +55,35 @@ def iterations(bench: OsuBenchmark, profile: str) -> tuple[str, ...]:
     return ()
 
 
-def size_range(bench: OsuBenchmark, profile: str) -> tuple[int, int] | None:
-    """(min, max) bytes for -m, or None when the benchmark takes no size."""
+def size_range(bench: OsuBenchmark, profile: str, max_size: int = 0
+               ) -> tuple[int, int] | None:
+    """(min, max) bytes for -m, or None when the benchmark takes no size; `max_size`
+    extends the full sweep (an acceptance requirement's size beyond it)."""
     if not bench.sized:
         return None
     if profile == "full":
         top = LARGE_COLL if bench.group in ("collective", "nbc") else LARGE_BW
-        return (bench.element, top)
+        return (bench.element, max(top, max_size))
     sizes = [m.size for m in bench.metrics if m.size is not None]
     return (min(sizes), max(sizes))
 
 
-def expected_sizes(bench: OsuBenchmark, profile: str) -> list[int]:
+def expected_sizes(bench: OsuBenchmark, profile: str, max_size: int = 0) -> list[int]:
     """The rows a complete table has (OSU doubles from the minimum)."""
-    rng = size_range(bench, profile)
+    rng = size_range(bench, profile, max_size)
     if rng is None:
         return []
     lo, hi = rng
     return doubling_sizes(max(lo, bench.element), hi)
 
 
-def options(bench: OsuBenchmark, profile: str, version: str, validate: bool = True) -> list[str]:
+def options(bench: OsuBenchmark, profile: str, version: str, validate: bool = True,
+            max_size: int = 0) -> list[str]:
     """The OSU command line options for this benchmark, profile and OSU version."""
     if bench.group == "startup":
         return []  # osu_init/osu_hello take no options (7.x rejects -m)
     opts: list[str] = []
-    rng = size_range(bench, profile)
+    rng = size_range(bench, profile, max_size)
     if rng is not None:
         opts += ["-m", f"{rng[0]}:{rng[1]}"]
     opts += list(iterations(bench, profile))

@@ -1,0 +1,1 @@
+"""Site acceptance against the contract: requirements, verdicts, the signed record."""

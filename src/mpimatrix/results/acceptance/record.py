@@ -1,0 +1,125 @@
+"""The acceptance record: one HTML page (plots embedded, opens without network) and a
+PDF of it printed by headless Chromium, for the people who sign the acceptance.
+
+It holds the system, the sessions, the builds with their specs, hashes and lock, the
+requirements table (median, interval, bound, margin, verdict per build), one plot per
+requirement (every sample, the interval, the bound) and the reference files written
+for the nightlies."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import jinja2
+from matplotlib.figure import Figure
+
+from ...atomic import atomic_write
+from ..measurements import Session
+from ..report.figures import PALETTE, to_plot
+from .requirements import Requirements
+from .verdicts import INCONCLUSIVE, MET, NOT_MET, RequirementVerdict, samples_needed
+
+CLASS = {MET: "met", NOT_MET: "not-met", INCONCLUSIVE: "inconclusive"}
+
+PAGE = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
+).get_template("record.html.j2")
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.0f}" if abs(x) >= 1e4 else f"{x:.4g}"
+
+
+def plot(rv: RequirementVerdict) -> dict | None:
+    """Every sample per build, the median's interval and the bound."""
+    builds = [b for b in rv.builds if b.samples]
+    if not builds:
+        return None
+    req = rv.requirement
+    fig = Figure(figsize=(8, 0.6 + 0.45 * len(builds)))
+    ax = fig.subplots()
+    for i, b in enumerate(builds):
+        colour = PALETTE[i % len(PALETTE)]
+        ax.plot(b.samples, [i] * len(b.samples), "o", color=colour, alpha=0.6, ms=4)
+        if b.low is not None:
+            ax.plot([b.low, b.high], [i, i], "-", color=colour, lw=5, alpha=0.35)
+        ax.plot([b.median], [i], "|", color="black", ms=14)
+    ax.axvline(req.bound, color="#D55E00", ls="--", lw=1.5)
+    ax.set_yticks(range(len(builds)), [b.build for b in builds])
+    ax.set_ylim(-0.6, len(builds) - 0.4)
+    ax.set_xlabel(f"{req.metric} [{req.unit}]  (dashed: bound {req.bound_text}; bar: "
+                  f"{req.confidence:.0%} interval of the median; |: median)")
+    fig.tight_layout()
+    title = f"{req.name}: {req.what}"
+    return {"title": title, "uri": to_plot(fig, req.name, title, title).uri}
+
+
+def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: list[Session],
+            references: list[Path]) -> dict:
+    rows = []
+    for rv in verdicts:
+        req = rv.requirement
+        rows.append({
+            "name": req.name, "what": req.what, "bound": req.bound_text,
+            "rules": ", ".join(r.text() for r in req.builds),
+            "confidence": f"{req.confidence:.0%}", "needed": samples_needed(req.confidence),
+            "verdict": rv.verdict, "cls": CLASS.get(rv.verdict, "unmeasured"),
+            "reason": rv.reason,
+            "builds": [{"build": b.build, "n": len(b.samples), "median": _num(b.median),
+                        "interval": (f"{_num(b.low)} - {_num(b.high)} ({b.coverage:.1%})"
+                                     if b.low is not None else "-"),
+                        "margin": "-" if b.margin is None else f"{b.margin:+.1%}",
+                        "verdict": b.verdict, "cls": CLASS.get(b.verdict, "unmeasured"),
+                        "reason": b.reason} for b in rv.builds]})
+    counts = {v: sum(rv.verdict == v for rv in verdicts) for v in (MET, NOT_MET, INCONCLUSIVE)}
+    unmeasured = len(verdicts) - sum(counts.values())
+    overall = (f"{counts[MET]} of {len(verdicts)} requirement(s) met, {counts[NOT_MET]} not "
+               f"met, {counts[INCONCLUSIVE]} inconclusive, {unmeasured} not measured")
+    worst = next((v for v in (NOT_MET, INCONCLUSIVE) if counts[v]), MET)
+    builds = {}
+    for s in sessions:
+        for c in s.cases:
+            builds.setdefault(c.build, {"name": c.build, "spec": c.tc.get("build_spec") or "-",
+                                        "hash": c.build_hash or "-",
+                                        "lock": c.lock_sha256 or "-"})
+    data = reqs.path.read_bytes()
+    return {
+        "system": reqs.system, "file": str(reqs.path),
+        "file_sha": hashlib.sha256(data).hexdigest(),
+        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "overall": overall, "overall_class": CLASS[worst] if not unmeasured else "not-met",
+        "rows": rows, "plots": [p for p in map(plot, verdicts) if p],
+        "builds": sorted(builds.values(), key=lambda b: b["name"]),
+        "sessions": [{"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
+                      "software": s.software or "-"} for s in sessions],
+        "references": [{"path": str(p), "sha": hashlib.sha256(p.read_bytes()).hexdigest()}
+                       for p in references if p.is_file()],
+    }
+
+
+def write_record(reqs: Requirements, verdicts: list[RequirementVerdict],
+                 sessions: list[Session], out: Path, references: list[Path]) -> Path:
+    """The record's HTML page at `out`."""
+    atomic_write(out, PAGE.render(**context(reqs, verdicts, sessions, references)))
+    return out
+
+
+def verdict_lines(verdicts: list[RequirementVerdict]) -> list[str]:
+    """The verdicts as text: one line per requirement, one per build under it."""
+    out = []
+    for rv in verdicts:
+        req = rv.requirement
+        out.append(f"{rv.verdict.upper():12} {req.name}: {req.what} {req.bound_text}"
+                   f"{f' ({rv.reason})' if rv.reason else ''}")
+        for b in rv.builds:
+            ci = (f"[{_num(b.low)}, {_num(b.high)}] at {b.coverage:.1%}" if b.low is not None
+                  else "no interval")
+            margin = "" if b.margin is None else f", margin {b.margin:+.1%}"
+            out.append(f"  {b.build}: {b.verdict}: median {_num(b.median)} {req.unit} of "
+                       f"{len(b.samples)} sample(s), {ci}{margin}"
+                       f"{f' ({b.reason})' if b.reason else ''}")
+    return out

@@ -1,0 +1,180 @@
+"""A verdict per acceptance requirement, with its confidence.
+
+The samples of a requirement are the value at its message size in each measured
+repetition of its test case (one per pass of each session given), per build. The
+median's confidence interval is distribution-free (Hoefler and Belli, SC'15): with n
+samples sorted, [x(k), x(n-k+1)] holds the true median with probability
+1 - 2 P(Binomial(n, 1/2) <= k - 1), whatever the distribution; k is the largest that
+keeps that at or above the confidence asked. Against the bound the interval says:
+
+- met: the whole interval is on the good side of the bound;
+- not met: the whole interval is on the bad side;
+- inconclusive: the bound is inside the interval (within the noise: measure more, or
+  the figure is too close to call) -- never a coin toss on the median alone.
+
+A requirement on several builds: every build a plain pattern matches must meet it; of
+a `one_of` pattern's builds at least one must.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..measurements import Session
+from .requirements import Requirement, Requirements
+
+MET, NOT_MET, INCONCLUSIVE, UNMEASURED = "met", "not met", "inconclusive", "unmeasured"
+#: Worst first: the requirement's verdict is the worst of its rules'.
+SEVERITY = (NOT_MET, UNMEASURED, INCONCLUSIVE, MET)
+
+
+def coverage(n: int, k: int) -> float:
+    """P(x(k) <= median <= x(n-k+1)) for n samples of any continuous distribution."""
+    below = sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    return 1 - 2 * below
+
+
+def samples_needed(confidence: float) -> int:
+    """The fewest samples for which an interval at this confidence exists (k = 1):
+    1 - 2 / 2^n >= confidence; 6 at 95 %, 8 at 99 %."""
+    return max(2, math.ceil(math.log2(2 / (1 - confidence)) - 1e-12))
+
+
+def median_interval(samples: list[float], confidence: float
+                    ) -> tuple[float, float, float] | None:
+    """(low, high, its coverage) of the median, or None with too few samples."""
+    xs = sorted(samples)
+    n = len(xs)
+    best = None
+    for k in range(1, n // 2 + 1):
+        cov = coverage(n, k)
+        if cov >= confidence:
+            best = (xs[k - 1], xs[n - k], cov)
+    return best
+
+
+@dataclass(frozen=True)
+class BuildVerdict:
+    requirement: Requirement
+    build: str
+    samples: tuple[float, ...]
+    verdict: str
+    median: float | None = None
+    low: float | None = None
+    high: float | None = None
+    coverage: float | None = None
+    reason: str = ""
+
+    @property
+    def margin(self) -> float | None:
+        """How far the median is on the good side of the bound, as a share of it."""
+        if self.median is None:
+            return None
+        r = self.requirement
+        return (r.bound - self.median) / r.bound if r.op == "<=" else \
+            (self.median - r.bound) / r.bound
+
+
+def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildVerdict:
+    n_needed = samples_needed(req.confidence)
+    if not samples:
+        return BuildVerdict(req, build, (), UNMEASURED, reason="no sample")
+    med = statistics.median(samples)
+    ci = median_interval(samples, req.confidence)
+    if ci is None:
+        return BuildVerdict(req, build, tuple(samples), INCONCLUSIVE, med,
+                            reason=f"{len(samples)} sample(s): an interval at "
+                            f"{req.confidence:.0%} needs {n_needed}")
+    lo, hi, cov = ci
+    good = (hi <= req.bound) if req.op == "<=" else (lo >= req.bound)
+    bad = (lo > req.bound) if req.op == "<=" else (hi < req.bound)
+    verdict = MET if good else NOT_MET if bad else INCONCLUSIVE
+    reason = "" if verdict != INCONCLUSIVE else "the bound is inside the interval"
+    return BuildVerdict(req, build, tuple(samples), verdict, med, lo, hi, cov, reason)
+
+
+def requirement_samples(req: Requirement, sessions: list[Session]) -> dict[str, list[float]]:
+    """{build: samples} of a requirement in the sessions (each measured repetition)."""
+    out: dict[str, list[float]] = {}
+    for s in sessions:
+        for c in s.cases:
+            if (c.test_class != req.check or c.tc.get("benchmark") != req.benchmark
+                    or c.placement != req.placement or not c.measured):
+                continue
+            value = _value_at(c.tc.get("curve"), req)
+            slot = out.setdefault(c.build, [])
+            if value is not None:
+                slot.append(value)
+    return out
+
+
+def _value_at(curve, req: Requirement) -> float | None:
+    if not isinstance(curve, dict):
+        return None
+    for rows in curve.values():
+        if not isinstance(rows, list) or not rows:
+            continue
+        column = next((col for col in req.columns if col in rows[0]), None)
+        if column is None:
+            continue
+        for row in rows:
+            size = row.get("size")
+            if req.size is None or (size is not None and int(size) == req.size):
+                v = row.get(column)
+                if isinstance(v, (int, float)) and math.isfinite(v):
+                    return float(v)
+    return None
+
+
+@dataclass(frozen=True)
+class RequirementVerdict:
+    requirement: Requirement
+    verdict: str
+    builds: tuple[BuildVerdict, ...]
+    reason: str = ""
+
+
+def judge_requirement(req: Requirement, sessions: list[Session],
+                      builds_ran: list[str]) -> RequirementVerdict:
+    samples = requirement_samples(req, sessions)
+    if not any(c.placement == req.placement for s in sessions for c in s.cases):
+        why = (f"no test case ran at placement {req.placement}: no partition of the system "
+               "hosts it, or the sessions did not select it")
+        return RequirementVerdict(req, UNMEASURED, (), why)
+    per_build = {b: build_verdict(req, b, samples.get(b, [])) for b in builds_ran}
+    outcomes, reasons = [], []
+    for rule in req.builds:
+        mine = [v for b, v in per_build.items() if rule.matches(b)]
+        if not mine:
+            outcomes.append(UNMEASURED)
+            reasons.append(f"no build of the session matches {rule.text()}")
+            continue
+        verdicts = [v.verdict for v in mine]
+        if rule.one_of:  # the best of them decides
+            outcome = next(v for v in (MET, INCONCLUSIVE, NOT_MET, UNMEASURED) if v in verdicts)
+        else:
+            outcome = min(verdicts, key=SEVERITY.index)
+        outcomes.append(outcome)
+        unmeasured = [v.build for v in mine if v.verdict == UNMEASURED]
+        if unmeasured and outcome == UNMEASURED:
+            reasons.append(f"nothing measured on {', '.join(unmeasured)} (the test case did "
+                           "not run: is the placement hosted by a partition?)")
+    used = {b for b in per_build if any(rule.matches(b) for rule in req.builds)}
+    return RequirementVerdict(req, min(outcomes, key=SEVERITY.index),
+                              tuple(per_build[b] for b in sorted(used)), "; ".join(reasons))
+
+
+def judge_all(reqs: Requirements, sessions: list[Session]) -> list[RequirementVerdict]:
+    builds = sorted({c.build for s in sessions for c in s.cases})
+    return [judge_requirement(r, sessions, builds) for r in reqs.requirements]
+
+
+def exit_code(verdicts: list[RequirementVerdict]) -> int:
+    """0 every requirement met; 1 one not met or not measured; 4 otherwise inconclusive
+    (measure again: more samples, a quieter machine)."""
+    found = {v.verdict for v in verdicts}
+    if found & {NOT_MET, UNMEASURED}:
+        return 1
+    return 4 if INCONCLUSIVE in found else 0
