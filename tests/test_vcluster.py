@@ -564,6 +564,53 @@ def test_cluster_sessions_are_judged_on_the_benchmarks_nodes(vcluster, buildset)
 
 
 @pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_acceptance_between_two_nodes(vcluster, buildset):
+    """`mpimatrix cluster run -- --mode acceptance --requirements FILE`: IMB PingPong latency
+    between the two nodes on the Intel MPI wheel and MPICH builds, 6 passes each (95 %),
+    every sample from node1 and node2; an 8-node requirement is not measured (the
+    cluster has 2); then bounds from the measured intervals: one between the builds (one
+    build slowed 3x by the injector), one inside the noise (tests/test_acceptance_run.py)."""
+    from test_acceptance_run import _requirement, first_requirements, judge_with_measured_bounds
+
+    builds = [b.name for b in buildset.builds if "imb" in b.benchmarks
+              and b.name.startswith(("impi-", "mpich-"))][:3]
+    if len(builds) < 2:
+        pytest.skip("needs the Intel MPI wheel's IMB and an MPICH build")
+    results = _short_tmpdir("a")
+    first = results / "first.yaml"
+    first.write_text(yaml.safe_dump({"system": "vcluster", "requirements": [
+        *first_requirements("internode"),
+        _requirement("allreduce-8x2", "<= 1000 us", benchmark="MPI1:Allreduce",
+                     placement="8x2")]}))
+    # Over the nodes' TCP link the builds' latencies overlap here (8 B: Intel MPI up to
+    # 11.2 us, PyPI MPICH from 9.5 us in 6 samples): one build runs 3x slow, by the
+    # injector, so that a bound between two builds exists
+    slow = builds[-1]
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results),
+           "MPIMATRIX_INJECT": f"^{re.escape(slow)}$:clock=2.0"}
+    only = [a for b in builds for a in ("--only", f"^{re.escape(b)}$")]
+    proc = subprocess.run(
+        [MPIMATRIX, "cluster", "run", "--dir", str(vcluster["lay"].dir), "--", "--mode",
+         "acceptance", "--requirements", str(first), "--partition", "compute$", *only],
+        env=env, capture_output=True, text=True, timeout=3600)
+    out = proc.stdout
+    assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]  # 8x2: not here
+    for build in builds:
+        assert re.search(rf"^  {re.escape(build)}: met: median [\d.]+ us of 6 sample\(s\)",
+                         out, re.M), out[-4000:]
+    assert re.search(r"^UNMEASURED +allreduce-8x2: .* \(no test case ran at placement 8x2",
+                     out, re.M), out[-4000:]
+    report = json.loads(Path(re.search(r"^report: (\S+)$", out, re.M)[1]).read_text())
+    cases = [tc for run in report["runs"] for tc in run["testcases"]
+             if not tc["fixture"] and tc["result"] == "pass"]
+    assert cases and all(tc["hosts"] == ["node1", "node2"] for tc in cases), \
+        [tc["hosts"] for tc in cases]
+    judge_with_measured_bounds(results, proc, results / "record", "internode")
+
+
+@pytest.mark.cluster
 def test_down_leaves_nothing(vcluster):
     lay = vcluster["lay"]
     t0 = time.monotonic()
@@ -841,49 +888,3 @@ def _cpu_list(text: str) -> list[int]:
         out += range(int(lo), int(hi or lo) + 1)
     return out
 
-
-@pytest.mark.cluster
-@pytest.mark.reframe
-@pytest.mark.mpi
-def test_acceptance_between_two_nodes(vcluster, buildset):
-    """`mpimatrix cluster run -- --mode acceptance --requirements FILE`: IMB PingPong latency
-    between the two nodes on the Intel MPI wheel and MPICH builds, 6 passes each (95 %),
-    every sample from node1 and node2; an 8-node requirement is not measured (the
-    cluster has 2); then bounds from the measured intervals: one between the builds (one
-    build slowed 3x by the injector), one inside the noise (tests/test_acceptance_run.py)."""
-    from test_acceptance_run import _requirement, first_requirements, judge_with_measured_bounds
-
-    builds = [b.name for b in buildset.builds if "imb" in b.benchmarks
-              and b.name.startswith(("impi-", "mpich-"))][:3]
-    if len(builds) < 2:
-        pytest.skip("needs the Intel MPI wheel's IMB and an MPICH build")
-    results = _short_tmpdir("a")
-    first = results / "first.yaml"
-    first.write_text(yaml.safe_dump({"system": "vcluster", "requirements": [
-        *first_requirements("internode"),
-        _requirement("allreduce-8x2", "<= 1000 us", benchmark="MPI1:Allreduce",
-                     placement="8x2")]}))
-    # Over the nodes' TCP link the builds' latencies overlap here (8 B: Intel MPI up to
-    # 11.2 us, PyPI MPICH from 9.5 us in 6 samples): one build runs 3x slow, by the
-    # injector, so that a bound between two builds exists
-    slow = builds[-1]
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results),
-           "MPIMATRIX_INJECT": f"^{re.escape(slow)}$:clock=2.0"}
-    only = [a for b in builds for a in ("--only", f"^{re.escape(b)}$")]
-    proc = subprocess.run(
-        [MPIMATRIX, "cluster", "run", "--dir", str(vcluster["lay"].dir), "--", "--mode",
-         "acceptance", "--requirements", str(first), "--partition", "compute$", *only],
-        env=env, capture_output=True, text=True, timeout=3600)
-    out = proc.stdout
-    assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]  # 8x2: not here
-    for build in builds:
-        assert re.search(rf"^  {re.escape(build)}: met: median [\d.]+ us of 6 sample\(s\)",
-                         out, re.M), out[-4000:]
-    assert re.search(r"^UNMEASURED +allreduce-8x2: .* \(no test case ran at placement 8x2",
-                     out, re.M), out[-4000:]
-    report = json.loads(Path(re.search(r"^report: (\S+)$", out, re.M)[1]).read_text())
-    cases = [tc for run in report["runs"] for tc in run["testcases"]
-             if not tc["fixture"] and tc["result"] == "pass"]
-    assert cases and all(tc["hosts"] == ["node1", "node2"] for tc in cases), \
-        [tc["hosts"] for tc in cases]
-    judge_with_measured_bounds(results, proc, results / "record", "internode")
