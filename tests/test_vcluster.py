@@ -568,16 +568,19 @@ def test_cluster_sessions_are_judged_on_the_benchmarks_nodes(vcluster, buildset)
 @pytest.mark.mpi
 def test_acceptance_between_two_nodes(vcluster, buildset):
     """`mpimatrix cluster run -- --mode acceptance --requirements FILE`: IMB PingPong latency
-    between the two nodes on the Intel MPI wheel and MPICH builds, 6 passes each (95 %),
+    between the two nodes on the Intel MPI wheel and PyPI MPICH, 6 passes each (95 %),
     every sample from node1 and node2; an 8-node requirement is not measured (the
     cluster has 2); then bounds from the measured intervals: one between the builds (one
     build slowed 3x by the injector), one inside the noise (tests/test_acceptance_run.py)."""
     from test_acceptance_run import _requirement, first_requirements, judge_with_measured_bounds
 
+    # not Debian's MPICH 4.0.2: its known hang in MPI_Finalize between nodes (3-10 % of
+    # runs) takes a pass's sample away, and 4 samples of 6 leave its verdicts inconclusive
+    # (seen in a CI run)
     builds = [b.name for b in buildset.builds if "imb" in b.benchmarks
-              and b.name.startswith(("impi-", "mpich-"))][:3]
+              and b.name.startswith(("impi-", "mpich-")) and b.provenance != "debian"][:3]
     if len(builds) < 2:
-        pytest.skip("needs the Intel MPI wheel's IMB and an MPICH build")
+        pytest.skip("needs the Intel MPI wheel's IMB and the PyPI MPICH build")
     results = _short_tmpdir("a")
     first = results / "first.yaml"
     first.write_text(yaml.safe_dump({"system": "vcluster", "requirements": [
