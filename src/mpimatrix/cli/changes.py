@@ -14,7 +14,7 @@ from ..atomic import atomic_write
 from ..paths import results_dir
 from ..results import history
 from ..results.changed_since import NO_RECORD, session_changes
-from ..results.measurements import Session, load
+from ..results.measurements import Session, as_sessions
 from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
 from ..results.software_diff import changes_for
@@ -24,9 +24,9 @@ from .session_args import period
 
 def cmd_changes(args) -> int:
     if args.session:
-        sessions = stored_sessions(args.session)
+        sessions = as_sessions(stored_sessions(args.session))
     else:
-        sessions = sessions_in(period(args.since))
+        sessions = as_sessions(sessions_in(period(args.since)))
     policy = replace(DEFAULT_POLICY, max_pvalue=args.pvalue)
     series = history.against_host(history.series_of(sessions), policy)
     if not series:
@@ -37,7 +37,7 @@ def cmd_changes(args) -> int:
     seen = reported(state)
     new = [c for c in changes if c.ident not in seen]
     shown = changes if args.all else new
-    by_uuid = {s.uuid: s for s in map(load, sessions)}
+    by_uuid = {s.uuid: s for s in sessions}
     for c in sorted(shown, key=lambda c: (not c.worse, c.series.build, c.series.check)):
         print(("NEW " if c in new else "    ") + c.line())
         print("\n".join(step_software(c, by_uuid)))

@@ -218,10 +218,10 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
         return NOT_RUN
     report = load(load_report(report_file))
     link_latest(report_file)
-    stats = _load_yaml(stats_path(references_dir() / f"{_system(report)}.yaml"))
+    refs_file = references_dir() / f"{_system(report)}.yaml"
+    stats = _load_yaml(stats_path(refs_file))
     conf = confirm(report, mode, confirm_repeats, stats, setvar_args(reframe_args))
     judged = judge(report, [conf] if conf else [], stats)
-    refs_file = references_dir() / f"{_system(report)}.yaml"
     changed = (changed_since(report, judged, earlier_sessions(report_file), stats,
                              load_references(refs_file)) if judged.regressions else [])
     print()
