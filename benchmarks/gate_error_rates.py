@@ -2,7 +2,8 @@
 """False-alarm and detection rates of the regression gate, measured for real.
 
 In a fresh results store: B unchanged sessions, `mpimatrix bless` from them;
-then K unchanged and K injected sessions, interleaved (U, I, U, I, ...). Each
+then K unchanged sessions with an injected one after every M of them (`--inject-every`,
+default 1: U, I, U, I, ...; the issue's measure is K=20, M=2: 20 unchanged, 10 injected). Each
 injected session slows one build (in turn) by one level (in turn over --levels,
 shifted by one after every round of builds, so each build gets each level) with
 the regression injector (MPIMATRIX_INJECT=<build>:clock=<level>: every interval
@@ -11,7 +12,10 @@ as a nightly would: `mpimatrix run` with 3 interleaved passes (the default
 `--mode compare`: the quick catalogue with `--reruns=2`; the gate judges the best
 pass) and confirmation of values whose best pass is outside their tolerance.
 
-Printed: the false-alarm rate over all gated values of the unchanged sessions
+Printed: the unchanged sessions that ended red (a REGRESSION line: exit code 1 of the
+nightly), with the gate's watch rule (results/watch.py: a value alone outside for the
+first time is on watch, each session judged against the stored ones before it) and
+without it; the false-alarm rate over all gated values of the unchanged sessions
 and of the builds left alone in injected sessions; the detection rate per
 level over the injected build's gated time and rate values (latency and times
 up, bandwidth down; percentages are left alone by the injector); the same two
@@ -19,6 +23,7 @@ for the verdicts on whole builds; the sessions with a HOST line; the share of
 values gated; the run time. Every figure with its counts.
 
     python benchmarks/gate_error_rates.py                    # B=5, K=10, 3 passes
+    python benchmarks/gate_error_rates.py --levels 0.25 --sessions 20 --inject-every 2
     python benchmarks/gate_error_rates.py --mode quick       # one pass per session
     python benchmarks/gate_error_rates.py --sessions 4 --levels 0.5 --only 'mpich|impi'
     python benchmarks/gate_error_rates.py --sessions 10 --record 6   # for gate_replay.py
@@ -38,7 +43,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-from mpimatrix.results.gate import REGRESSION, judge  # noqa: E402
+from mpimatrix.reference_file import load_references  # noqa: E402
+from mpimatrix.results import watch  # noqa: E402
+from mpimatrix.results.gate import REGRESSION, WATCH, judge  # noqa: E402
+from mpimatrix.results.measurements import load, with_references  # noqa: E402
 from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 
@@ -96,6 +104,18 @@ def scheduled(i: int, injected: bool, builds: list[str], levels: list[float]):
     return build, level, f"^{re.escape(build)}$:clock={level}"
 
 
+def schedule(unchanged: int, every: int) -> list[tuple[int, bool]]:
+    """(index, injected) in run order: `unchanged` unchanged sessions, an injected one after
+    every `every` of them; the index counts each kind on its own (it picks the build)."""
+    out, injected = [], 0
+    for i in range(unchanged):
+        out.append((i, False))
+        if (i + 1) % every == 0:
+            out.append((injected, True))
+            injected += 1
+    return out
+
+
 def builds_of(report: dict) -> list[str]:
     """The builds with performance values (the others have nothing to slow down)."""
     return sorted({tc["build_name"] for r in report["runs"] for tc in r["testcases"]
@@ -105,7 +125,10 @@ def builds_of(report: dict) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
-    p.add_argument("--sessions", type=int, default=10, help="K: unchanged and injected each")
+    p.add_argument("--sessions", type=int, default=10, help="K: unchanged sessions (and "
+                   "injected ones, one after every --inject-every unchanged)")
+    p.add_argument("--inject-every", type=int, default=1, metavar="M", help="an injected "
+                   "session after every M unchanged ones (1: U, I, U, I, ...; 2: U, U, I, ...)")
     p.add_argument("--levels", default="0.10,0.25,0.50", help="injected slowdowns")
     p.add_argument("--floor", default=str(DEFAULT_POLICY.value_floor),
                    help="bless --tolerance (the floor)")
@@ -152,64 +175,87 @@ def main(argv=None) -> int:
     hosts = 0
     nights: Counter = Counter()  # unchanged sessions that ended red; injected ones caught
     log = []
-    for i in range(args.sessions):
-        for injected in (False, True):
-            build, level, spec = scheduled(i, injected, builds, levels)
-            what = f"injected {build} +{level:.0%}" if injected else "unchanged"
-            if stored:
-                report = stored.pop(0)
-                if injections(report) != ({(build, f"clock={level}")} if injected else set()):
-                    sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
-                             f"does not fit the schedule here ({what}); start a new store")
-                confs = confirmations(results, report)
+    # the sessions so far with their confirmations, for the watch rule (results/watch.py)
+    history: list[watch.Night] = [(load(r), []) for r in bless_reports]
+    refs = references_of(results)
+    for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
+        build, level, spec = scheduled(i, injected, builds, levels)
+        what = f"injected {build} +{level:.0%}" if injected else "unchanged"
+        if stored:
+            report = stored.pop(0)
+            if injections(report) != ({(build, f"clock={level}")} if injected else set()):
+                sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
+                         f"does not fit the schedule here ({what}); start a new store")
+            confs = confirmations(results, report)
+        else:
+            report, confs = run(results, args, inject=spec)
+        # against the references bless wrote last (blessed again during a run, e.g. with
+        # other settings, a session is judged as the gate would judge it now)
+        session = load(with_references(report, refs) if refs else report)
+        alone = judge(session, confs, stats_of(results))  # without the watch rule
+        judged = watch.apply(session, alone, reversed(history), stats_of(results), refs)
+        history.append((session, [load(c) for c in confs]))
+        hosts += any(h.slow for h in judged.hosts)
+        if injected:  # the session named the injected build as a whole
+            nights[f"+{level:.0%}", "n"] += 1
+            nights[f"+{level:.0%}", "caught"] += any(
+                b.build == build and b.status == REGRESSION for b in judged.builds)
+        else:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
+            nights["unchanged", "n"] += 1
+            nights["unchanged", "red"] += bool(judged.regressions)
+            nights["unchanged", "red without the watch rule"] += bool(alone.regressions)
+            nights["unchanged", "with a value on watch"] += bool(judged.watched)
+            log += [f"red night, session {n_run} ({what}): {ln}" for ln in judged.regressions]
+        for b in judged.builds:
+            kind = f"+{level:.0%}" if injected and b.build == build else "unchanged"
+            whole[kind, "n"] += 1
+            whole[kind, "flagged"] += b.status == REGRESSION
+            if b.status == REGRESSION and kind == "unchanged":
+                log.append(f"false alarm, session {n_run} ({what}): {b.line()}")
+        for v, v_alone in zip(judged.verdicts, alone.verdicts, strict=True):
+            if v.status in ("not gated", "no reference"):
+                gated_share["not gated"] += 1
+                continue
+            gated_share["gated"] += 1
+            flagged = v.status == REGRESSION
+            if injected and v.build == build:
+                if v.unit != "%":
+                    detected[level]["values"] += 1
+                    detected[level]["flagged"] += flagged
+                    detected[level]["flagged without the watch rule"] += (
+                        v_alone.status == REGRESSION)
             else:
-                report, confs = run(results, args, inject=spec)
-            judged = judge(report, confs, stats_of(results))
-            hosts += any(h.slow for h in judged.hosts)
-            if injected:  # the session named the injected build as a whole
-                nights[f"+{level:.0%}", "n"] += 1
-                nights[f"+{level:.0%}", "caught"] += any(
-                    b.build == build and b.status == REGRESSION for b in judged.builds)
-            else:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
-                nights["unchanged", "n"] += 1
-                nights["unchanged", "red"] += bool(judged.regressions)
-            for b in judged.builds:
-                kind = f"+{level:.0%}" if injected and b.build == build else "unchanged"
-                whole[kind, "n"] += 1
-                whole[kind, "flagged"] += b.status == REGRESSION
-                if b.status == REGRESSION and kind == "unchanged":
-                    log.append(f"false alarm, session {i + 1} ({what}): {b.line()}")
-            for v in judged.verdicts:
-                if v.status in ("not gated", "no reference"):
-                    gated_share["not gated"] += 1
-                    continue
-                gated_share["gated"] += 1
-                flagged = v.status == REGRESSION
-                if injected and v.build == build:
-                    if v.unit != "%":
-                        detected[level]["values"] += 1
-                        detected[level]["flagged"] += flagged
-                else:
-                    unchanged["values"] += 1
-                    unchanged["flagged"] += flagged
-                    if flagged:
-                        log.append(f"false alarm, session {i + 1} ({what}): {v.line()}")
-            print(f"# session {i + 1} {what}: {time.time() - t0:.0f} s", flush=True)
+                unchanged["values"] += 1
+                unchanged["flagged"] += flagged
+                unchanged["flagged without the watch rule"] += v_alone.status == REGRESSION
+                unchanged["on watch"] += v.status == WATCH
+                if v_alone.status == REGRESSION:
+                    log.append(f"outside alone, session {n_run} ({what}): {v.line()}")
+        print(f"# session {n_run} {what}: {time.time() - t0:.0f} s", flush=True)
     fa = unchanged["flagged"] / max(unchanged["values"], 1)
     print("\n".join(log))
     n, red = nights["unchanged", "n"], nights["unchanged", "red"]
     print(f"unchanged nights red: {red} of {n} ({red / max(n, 1):.0%}; goal at most 1 in 20)")
+    for what in ("red without the watch rule", "with a value on watch"):
+        k = nights["unchanged", what]
+        print(f"unchanged nights {what}: {k} of {n} ({k / max(n, 1):.0%})")
     for lv in levels:
         n, caught = nights[f"+{lv:.0%}", "n"], nights[f"+{lv:.0%}", "caught"]
         print(f"injected sessions at +{lv:.0%} that named the build as a whole: {caught} of "
               f"{n} ({caught / max(n, 1):.0%})")
+    n_injected = sum(nights[f"+{lv:.0%}", "n"] for lv in levels)
     print(f"false alarms: {unchanged['flagged']} of {unchanged['values']} gated values "
-          f"({fa:.2%}) in {args.sessions} unchanged sessions and the untouched builds of "
-          f"{args.sessions} injected ones")
+          f"({fa:.2%}) in {nights['unchanged', 'n']} unchanged sessions and the untouched "
+          f"builds of {n_injected} injected ones")
+    k = unchanged["flagged without the watch rule"]
+    print(f"  without the watch rule: {k} ({k / max(unchanged['values'], 1):.2%}); on watch: "
+          f"{unchanged['on watch']}")
     for lv in levels:
         d = detected[lv]
+        k = d["flagged without the watch rule"]
         print(f"detection at +{lv:.0%}: {d['flagged']} of {d['values']} gated values of the "
-              f"injected build ({d['flagged'] / max(d['values'], 1):.1%})")
+              f"injected build ({d['flagged'] / max(d['values'], 1):.1%}; without the watch "
+              f"rule {k}, {k / max(d['values'], 1):.1%})")
     share = gated_share["gated"] / max(sum(gated_share.values()), 1)
     print(f"values gated: {share:.1%} ({gated_share['gated']} of {sum(gated_share.values())} "
           "value-sessions)")
@@ -218,7 +264,7 @@ def main(argv=None) -> int:
         what = "false alarms" if kind == "unchanged" else f"detection at {kind}"
         print(f"whole builds, {what}: {f} of {n} build verdicts ({f / max(n, 1):.1%})")
     print(f"sessions with a HOST line (every build slower at once): {hosts} of "
-          f"{2 * args.sessions}")
+          f"{nights['unchanged', 'n'] + n_injected}")
     print(f"run time: {(time.time() - t0) / 60:.1f} min")
     if args.json:
         Path(args.json).write_text(json.dumps({
@@ -237,14 +283,20 @@ def stats_of(results: Path) -> dict:
     return (yaml.safe_load(files[0].read_text()) or {}) if files else {}
 
 
+def references_of(results: Path) -> dict:
+    """The references bless wrote, which every session is judged against."""
+    files = [f for f in (results / "references").glob("*.yaml")
+             if not f.name.endswith(".stats.yaml")]
+    return load_references(files[0]) if files else {}
+
+
 def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
-    for i in range(args.sessions):
-        for injected in (False, True):
-            build, level, spec = scheduled(i, injected, builds, levels)
-            run(results, args, inject=spec, confirm=False)
-            what = f"injected {build} +{level:.0%}" if injected else "unchanged"
-            print(f"# session {i + 1} {what}: "
-                  f"{time.time() - t0:.0f} s", flush=True)
+    for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
+        build, level, spec = scheduled(i, injected, builds, levels)
+        run(results, args, inject=spec, confirm=False)
+        what = f"injected {build} +{level:.0%}" if injected else "unchanged"
+        print(f"# session {n_run} {what}: "
+              f"{time.time() - t0:.0f} s", flush=True)
     print(f"recorded in {results}: python benchmarks/gate_replay.py {results} "
           f"--passes 3 --settings ...")
     return 0

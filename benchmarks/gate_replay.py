@@ -14,7 +14,8 @@ Reads a results store of `benchmarks/gate_error_rates.py` and prints:
    (results.references.bless), every later session judged by results.gate.judge with
    its confirmation, and counted: values gated, false alarms over the gated values of
    builds left alone, detection per injected level over the injected build's gated
-   time and rate values, sessions with a HOST line.
+   time and rate values, sessions with a HOST line, and the unchanged sessions that
+   ended red with the gate's watch rule (results/watch.py) and without it.
 
 The confirmation is the store's own (`*-confirm.json`, what the live gate measured
 again), or, for sessions recorded with more passes than the gate judges
@@ -23,7 +24,7 @@ would have measured again, on every build: then every setting gets the
 confirmation it would have asked for.
 
     python benchmarks/gate_replay.py /tmp/mpimatrix-gate-20261124T120000
-    python benchmarks/gate_replay.py <store> --settings 0.3:4:0.3,0.15:3:0.3
+    python benchmarks/gate_replay.py <store> --settings 0.3:4:0.3:0,0.3:4:0.3:99
     python benchmarks/gate_replay.py <store> --spread
 """
 
@@ -38,7 +39,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.results import gate, references, samples
+from mpimatrix.results import gate, references, samples, watch
 from mpimatrix.results.measurements import load, with_references
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
 from mpimatrix.results.sessions import load_report, session_info
@@ -108,19 +109,30 @@ def noise_table(reports: list[dict]) -> None:
 
 def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setting: tuple,
            judged_passes: int, against_host: bool) -> str:
-    floor, k, max_tol = setting
+    floor, k, max_tol, outside = setting
     # as measured: no partition has enough builds for a host factor
     policy = GatePolicy(value_floor=floor, k_sigma=k, max_tolerance=max_tol,
+                        max_blessed_outside=outside,
                         min_builds=DEFAULT_POLICY.min_builds if against_host else 10**6)
     blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
                                None, references.CommentedMap(), {}, policy)
     refs = blessed.refs
     alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
+    nights = Counter()  # unchanged sessions red with the watch rule and without it
+    # the nights so far, for the watch rule (results/watch.py)
+    history = [(load(with_references(passes(r, 0, judged_passes), refs)), [])
+               for r in bless_from]
     for report, stored in judged:
         inj = injected_of(report)
-        session = with_references(passes(report, 0, judged_passes), refs)
-        conf = confirmation_of(report, judged_passes, stored, refs, policy)
-        j = gate.judge(session, conf, blessed.stats, policy)
+        session = load(with_references(passes(report, 0, judged_passes), refs))
+        conf = [load(c) for c in confirmation_of(report, judged_passes, stored, refs, policy)]
+        alone = gate.judge(session, conf, blessed.stats, policy)
+        j = watch.apply(session, alone, reversed(history), blessed.stats, None, policy)
+        history.append((session, conf))
+        if not inj:
+            nights["n"] += 1
+            nights["red"] += bool(j.regressions)
+            nights["red alone"] += bool(alone.regressions)
         hosts += any(h.slow for h in j.hosts)
         for b in j.builds:
             kind = "detected" if inj and b.build == inj[0] and inj[1] >= 0.25 else (
@@ -143,8 +155,10 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                 alarms["flagged"] += flagged
     det = "; ".join(f"+{lv:.0%} {c['flagged']}/{c['values']} = "
                     f"{c['flagged'] / c['values']:.0%}" for lv, c in sorted(detected.items()))
-    return (f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, "
-            f"{'against the host' if against_host else 'as measured'}: "
+    return (f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
+            f"blessed outside, {'against the host' if against_host else 'as measured'}: "
+            f"unchanged nights red {nights['red']}/{nights['n']} (without the watch rule "
+            f"{nights['red alone']}); "
             f"{blessed.gated} gated ({shares[True] / max(sum(shares.values()), 1):.0%} of "
             f"value-sessions); false alarms {alarms['flagged']}/{alarms['values']} = "
             f"{alarms['flagged'] / max(alarms['values'], 1):.2%}; detection {det}; "
@@ -160,9 +174,10 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions blessed from")
     p.add_argument("--passes", type=int, default=3, help="passes per session the gate judges")
     d = DEFAULT_POLICY
-    gates = f"{d.value_floor:g}:{d.k_sigma:g}:{d.max_tolerance:g}"
+    gates = f"{d.value_floor:g}:{d.k_sigma:g}:{d.max_tolerance:g}:{d.max_blessed_outside}"
     p.add_argument("--settings", default=gates,
-                   help=f"FLOOR:SPREADS:MAX,... (default: the gate's {gates})")
+                   help=f"FLOOR:SPREADS:MAX[:OUTSIDE],... (OUTSIDE: blessed samples a gated "
+                   f"value may have beyond its tolerance; default: the gate's {gates})")
     p.add_argument("--spread", action="store_true", help="bless from unchanged sessions "
                    "spread over the experiment (every other one) instead of the first B")
     args = p.parse_args(argv)
@@ -186,10 +201,11 @@ def main(argv=None) -> int:
           f"{args.passes} passes judged")
     noise_table([passes(reports[i], 0, args.passes) for i in unchanged])
     for item in args.settings.split(","):
-        floor, k, max_tol = (float(x) for x in item.split(":"))
+        floor, k, max_tol, *outside = (float(x) for x in item.split(":"))
+        setting = (floor, k, max_tol, int(outside[0]) if outside else 10**6)
         for against_host in (False, True):
-            print(replay([reports[i] for i in chosen], judged, (floor, k, max_tol),
-                         args.passes, against_host), flush=True)
+            print(replay([reports[i] for i in chosen], judged, setting, args.passes,
+                         against_host), flush=True)
     return 0
 
 

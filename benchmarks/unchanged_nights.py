@@ -6,8 +6,10 @@ Takes a series of unchanged sessions in the order they ran (default: the 14 reco
 3-pass halves of the seven six-pass quick sessions of a quiet machine,
 tests/fixtures/reports), blesses from the first B (`--bless`, 5) as `mpimatrix bless`
 does, then judges each later session with the next one as its confirmation (only the
-test cases the gate would measure again, as `mpimatrix run` does), and prints each
-night's REGRESSION lines, the nights that ended red, and the values that made them red.
+test cases the gate would measure again, as `mpimatrix run` does) and the watch rule
+against the nights before it (results/watch.py), and prints each night's REGRESSION and
+WATCH lines, the nights that ended red (and how many would without the watch rule), and
+the values that made them red.
 No new runs.
 
     python benchmarks/unchanged_nights.py
@@ -27,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from mpimatrix.results import gate, references  # noqa: E402
-from mpimatrix.results.measurements import with_references  # noqa: E402
-from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
+from mpimatrix.results import gate, references, watch  # noqa: E402
+from mpimatrix.results.measurements import load, with_references  # noqa: E402
+from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy  # noqa: E402
 from mpimatrix.results.sessions import load_report  # noqa: E402
 
 RECORDED = ROOT / "tests" / "fixtures" / "reports"
@@ -44,8 +46,31 @@ def recorded_halves() -> list[dict]:
             half = copy.deepcopy(session)
             half["runs"] = half["runs"][first:first + 3]
             half["session_info"]["uuid"] = f"night-{len(out) + 1:02d}"
+            half["session_info"]["time_start_unix"] += first  # the second half ran later
             out.append(half)
     return out
+
+
+def judged_nights(sessions: list[dict], bless: int, floor: float,
+                  policy: GatePolicy = DEFAULT_POLICY):
+    """Bless from the first `bless` sessions, then judge each later one as a nightly would:
+    the next session as its confirmation (only the test cases the gate measures again),
+    and the watch rule against the nights before it. Yields (index, the bless, the
+    judgement without the watch rule, with it)."""
+    blessed = references.bless(sessions[:bless], floor, None, references.CommentedMap(), {},
+                               policy)
+    history = [(load(with_references(s, blessed.refs)), []) for s in sessions[:bless]]
+    for k in range(bless, len(sessions) - 1):
+        night = load(with_references(sessions[k], blessed.refs))
+        again = {c.hashcode for c in gate.failed_first(night, blessed.stats, policy)}
+        conf = with_references(sessions[k + 1], blessed.refs)
+        for run in conf["runs"]:
+            run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
+        confs = [load(conf)] if again else []
+        alone = gate.judge(night, confs, blessed.stats, policy)
+        judged = watch.apply(night, alone, reversed(history), blessed.stats, None, policy)
+        history.append((night, confs))
+        yield k, blessed, alone, judged
 
 
 def main(argv=None) -> int:
@@ -59,30 +84,25 @@ def main(argv=None) -> int:
     if len(sessions) < args.bless + 2:
         sys.exit(f"need at least {args.bless + 2} sessions (bless from {args.bless}, then a "
                  "session and its confirmation)")
-    blessed = references.bless(sessions[:args.bless], args.floor, None,
-                               references.CommentedMap(), {})
-    red, culprits, nights = 0, Counter(), 0
-    for k in range(args.bless, len(sessions) - 1):
-        night = with_references(sessions[k], blessed.refs)
-        again = {c.hashcode for c in gate.failed_first(night, blessed.stats)}
-        conf = with_references(sessions[k + 1], blessed.refs)
-        for run in conf["runs"]:
-            run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-        j = gate.judge(night, [conf] if again else [], blessed.stats)
-        nights += 1
+    red, red_alone, culprits, n = 0, 0, Counter(), 0
+    for k, blessed, alone, j in judged_nights(sessions, args.bless, args.floor):
+        n, bless_gated = n + 1, blessed.gated
         red += bool(j.regressions)
+        red_alone += bool(alone.regressions)
         gated = sum(v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) for v in j.verdicts)
-        print(f"night {k + 1}: {gated} values gated, {len(j.regressions)} REGRESSION line(s)")
-        for line in j.regressions:
+        print(f"night {k + 1}: {gated} values gated, {len(j.regressions)} REGRESSION line(s), "
+              f"{len(j.watched)} on watch")
+        for line in [*j.regressions, *j.watched]:
             print(f"    {line}")
         culprits.update(f"{v.build} {v.check} {v.placement} {v.var}" for v in j.verdicts
                         if v.status == gate.REGRESSION)
         culprits.update(f"{b.build} (the whole build)" for b in j.builds
                         if b.status == gate.REGRESSION)
-    print(f"unchanged nights red: {red} of {nights} ({red / nights:.0%}); blessed from "
-          f"{args.bless} sessions, {blessed.gated} values gated")
-    for what, n in culprits.most_common():
-        print(f"  red {n} night(s): {what}")
+    print(f"unchanged nights red: {red} of {n} ({red / n:.0%}); without the watch rule "
+          f"{red_alone} of {n}; blessed from {args.bless} sessions, {bless_gated} values "
+          "gated")
+    for what, k in culprits.most_common():
+        print(f"  red {k} night(s): {what}")
     return 0
 
 

@@ -68,7 +68,14 @@ def test_bless_divides_each_session_by_its_host_factor_and_keeps_the_builds_spre
     rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
     assert rec["basis"] == "best of each session's 3 passes, against the host"
-    assert blessed.gated >= 60
+    # at this 10 % floor 20 values had a blessed session's best beyond their tolerance:
+    # not gated, and the statistics say why (65 gated without that rule)
+    records = [rec for check, parts in blessed.stats.items() if not check.startswith("$")
+               for envs in parts.values() for keys in envs.values() for pvars in keys.values()
+               for rec in pvars.values()]
+    beyond = [r for r in records if "already beyond the tolerance" in r.get("reason", "")]
+    assert blessed.gated >= 45 and len(beyond) >= 15
+    assert all(not r["gated"] and "states of its own" in r["reason"] for r in beyond)
 
 
 def test_a_slow_host_moves_no_verdict_and_is_reported(blessed):

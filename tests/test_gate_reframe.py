@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -126,6 +127,44 @@ def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, 
             in proc.stdout), proc.stdout
     assert f"left out session {info['uuid']}: a confirmation of session {info['confirms']}" \
         in proc.stdout, proc.stdout
+
+
+def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
+        blessed, builds, tmp_path):
+    """One build, IMB PingPong, in a store holding the blessed references with one value's
+    reference set to a third of what it was (a regression of that value alone) and no
+    earlier session: the first night the value is on WATCH (exit 0), the next night,
+    outside again, a REGRESSION naming the first session (exit 1)."""
+    import yaml
+
+    results, _ = blessed
+    store = tmp_path / "store"
+    shutil.copytree(results / "references", store / "references")
+    victim = builds[0]
+    refs_file = store / "references" / "local.yaml"
+    refs = yaml.safe_load(refs_file.read_text())
+    env = victim.replace(".", "_")
+    entry = refs["ImbCheck"]["local:default"][env]["MPI1:PingPong@intranode"]
+    entry["latency_8B"] = [entry["latency_8B"][0] / 3, None, 0.5, "us"]
+    refs_file.write_text(yaml.safe_dump(refs))
+    args = ("--only", f"^{re.escape(victim)}$", "--", "-n",
+            r"ImbCheck.*%benchmark=MPI1:PingPong$")
+    first = quiet_run(store, *args)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-2000:]
+    watched = [ln for ln in first.stdout.splitlines() if ln.startswith("WATCH ")]
+    assert len(watched) == 1 and watched[0].startswith(
+        f"WATCH {victim} Imb MPI1:PingPong intranode latency at 8 B: +"), first.stdout[-3000:]
+    assert watched[0].endswith("not outside in the session before: a REGRESSION if outside "
+                               "next time)"), watched
+    assert not re.search(r"^REGRESSION ", first.stdout, re.M)
+    assert re.search(r"0 regression\(s\), 1 on watch; session ", first.stdout)
+    uuid = re.search(r"session ([0-9a-f-]{36})$", first.stdout, re.M)[1]
+    second = quiet_run(store, *args)
+    assert second.returncode == 1, second.stdout[-3000:]
+    lines = [ln for ln in second.stdout.splitlines() if ln.startswith("REGRESSION ")]
+    assert len(lines) == 1 and lines[0].startswith(
+        f"REGRESSION {victim} Imb MPI1:PingPong intranode latency at 8 B: +"), lines
+    assert lines[0].endswith(f"; outside in session {uuid[:8]} too)"), lines
 
 
 def test_injected_message_delay_is_real_time(builds, tmp_path):

@@ -10,7 +10,7 @@ from ..results.measurements import Session, as_sessions
 from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
 from ..run import machine
-from ..run.session import load_record_path
+from ..run.nights import load_record_path
 from .session_args import sessions_from_args
 
 

@@ -10,11 +10,12 @@ from pathlib import Path
 from ..paths import references_dir, reports_dir
 from ..reference_file import ReferenceFileError
 from ..results import references, summary
+from ..results.measurements import as_session
 from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
-from ..run.session import earlier_sessions
+from ..run.nights import confirmations_of, earlier_sessions, previous_nights
 from ..site.systems import partition_prices
 from .session_args import sessions_from_args
 
@@ -27,6 +28,11 @@ def cmd_report(args) -> int:
         for s in sessions:
             print(summary.format_table(s, width=args.width))
         return 0
+    # each session's confirmation, where the selection left it out (--session, latest):
+    # the gate's verdicts pool its samples in
+    views = [as_session(s) for s in sessions]
+    have = {v.uuid for v in views}
+    sessions += [c.raw for c in confirmations_of(views) if c.uuid not in have]
     data = load(sessions)  # one system, or a clear message
     ref_file = Path(args.references) if args.references else \
         references_dir() / f"{data.system}.yaml"
@@ -40,7 +46,7 @@ def cmd_report(args) -> int:
         raise SessionError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
     rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
                       baseline=args.baseline, max_trends=args.max_trends,
-                      earlier=earlier_sessions())
+                      earlier=earlier_sessions(), earlier_nights=previous_nights())
     html, md = write(Path(args.output_dir) if args.output_dir else reports_dir(), name,
                      rep.html, rep.markdown)
     print(rep.markdown)

@@ -31,9 +31,10 @@ from .measurements import Case, PerfValue, Session, ValueKey, as_session, as_ses
 from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
 
-#: Statuses, worst first.
-REGRESSION, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
-    "regression", "noise", "pass", "not gated", "no reference")
+#: Statuses, worst first. WATCH: a value alone outside its tolerance in this session
+#: and not in the previous one that measured it (results/watch.py).
+REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
+    "regression", "watch", "noise", "pass", "not gated", "no reference")
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,8 @@ class ValueVerdict:
     status: str = PASS
     reason: str = ""  # why not gated (from the statistics file), when known
     spread: float = 0.0  # blessed robust spread (CV), 0 when the statistics lack it
+    #: a value alone: the earlier session where it was outside too (results/watch.py)
+    outside_before: str = ""
     policy: GatePolicy = field(default=DEFAULT_POLICY, repr=False)
 
     @classmethod
@@ -190,9 +193,16 @@ class ValueVerdict:
         hosts_ = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]
         against = (f" {self.judged_against} {', '.join(f'{h:.2f}' for h in hosts_)})"
                    if hosts_ else "")
-        return (f"REGRESSION {what}: {change}{against} ({self.basis} "
+        word = "WATCH" if self.status == WATCH else "REGRESSION"
+        tail = ""
+        if self.status == WATCH:
+            tail = ("; alone in its build, not outside in the session before: a REGRESSION if "
+                    "outside next time")
+        elif self.outside_before:
+            tail = f"; outside in session {self.outside_before} too"
+        return (f"{word} {what}: {change}{against} ({self.basis} "
                 f"[{samples}] {self.unit} vs reference {self.reference:.3g} "
-                f"{self.unit}, tolerance {tol})")
+                f"{self.unit}, tolerance {tol}{tail})")
 
 
 @dataclass
@@ -206,6 +216,11 @@ class Judgement:
         """One line per confirmed regression: whole builds first, then single values."""
         return ([b.line() for b in self.builds if b.status == REGRESSION]
                 + [v.line() for v in self.verdicts if v.status == REGRESSION])
+
+    @property
+    def watched(self) -> list[str]:
+        """One line per value on watch (results/watch.py): not a regression yet."""
+        return [v.line() for v in self.verdicts if v.status == WATCH]
 
 
 def judge(session: Session | dict, confirmations: list | None = None,

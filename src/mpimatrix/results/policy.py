@@ -31,6 +31,11 @@ class GatePolicy:
     #: Two groups of samples further apart than this (relative to the lower one) and
     #: more than twice as far apart as either group is wide: a bimodal value, not gated.
     mode_gap: float = 0.3
+    #: A value with more blessed samples than this beyond its tolerance on the bad side
+    #: (slower, or a lower rate) is not gated: bless already saw the unchanged system
+    #: outside, so the value holds a state of its own its tolerance cannot cover, and on
+    #: this VM such states lasted for nights (1 allowed: 3 of 10 unchanged nights red).
+    max_blessed_outside: int = 0
 
     # -- a share (a percentage such as IMB's or OSU's overlap), in percentage points -----
     #: The smallest tolerance of a share: shares are judged in points, not relative to

@@ -132,7 +132,20 @@ def value_stats(samples: list[float], policy: GatePolicy = DEFAULT_POLICY,
         stats.gated, stats.reason = False, (
             f"spread {sp.cv:.0%} (robust CV) needs a tolerance of {tol:.0%}, "
             f"over {max(policy.max_tolerance, floor):.0%}")
+    elif len(beyond := _beyond(samples, sp.median, tol, kind)) > policy.max_blessed_outside:
+        worst, signed = beyond[0] / sp.median - 1, -tol if kind == RATE else tol
+        stats.gated, stats.reason = False, (
+            f"{len(beyond)} blessed sample(s) already beyond the tolerance "
+            f"({round_sig(beyond[0], 3):g}, {worst:+.0%} against {signed:+.0%}): "
+            "states of its own; bless again from more or quieter sessions")
     return stats
+
+
+def _beyond(samples: list[float], median: float, tol: float, kind: str) -> list[float]:
+    """The samples outside the tolerance on the bad side, the worst first."""
+    if kind == RATE:
+        return sorted(x for x in samples if x < median * (1 - tol))
+    return sorted((x for x in samples if x > median * (1 + tol)), reverse=True)
 
 
 def share_stats(samples: list[float], policy: GatePolicy = DEFAULT_POLICY) -> ValueStats:

@@ -4,7 +4,7 @@ one line per performance value outside its reference."""
 from __future__ import annotations
 
 from .changed_since import ChangedSince
-from .gate import NOISE, NOT_GATED, REGRESSION, Judgement, ValueVerdict, judge
+from .gate import NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict, judge
 from .measurements import Case, Session, as_session
 from .sessions import defined
 
@@ -50,7 +50,8 @@ def failure_text(case: Case) -> str:
 def rows(session: Session | dict, results: list[ValueVerdict] | None = None
          ) -> list[list[str]]:
     """One row per test case. A case that failed only its references shows the gate's
-    word for it: "regression" (confirmed) or "noise" (cleared by the confirmation)."""
+    word for it: "regression" (confirmed), "watch" (confirmed, alone, not outside before)
+    or "noise" (cleared by the confirmation)."""
     statuses: dict[tuple, set[str]] = {}
     for v in results or []:
         statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
@@ -60,7 +61,8 @@ def rows(session: Session | dict, results: list[ValueVerdict] | None = None
         result = case.result
         key = (case.environ, case.check, case.placement)
         if result == "fail" and tc.get("fail_phase") == "performance" and key in statuses:
-            result = REGRESSION if REGRESSION in statuses[key] else NOISE
+            found = statuses[key]
+            result = REGRESSION if REGRESSION in found else WATCH if WATCH in found else NOISE
         detail = perf_text(case)
         if not detail and defined(tc.get("library")):
             detail = f"library: {tc['library']}"
@@ -136,16 +138,17 @@ def format_table(session: Session | dict, judged: Judgement | None = None,
     for r in [HEADER, *data]:
         line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
         lines.append(line if r[RESULT] in WITH_REASON else line[:width])
-    extra = [*regression_lines(judged, changed), *gate_lines(results), *host_lines(judged)]
+    extra = [*regression_lines(judged, changed), *judged.watched, *gate_lines(results),
+             *host_lines(judged)]
     if extra:
         lines.append("")
         lines += extra
-    f = sum(r[RESULT] not in ("pass", "xfail", NOISE, REGRESSION) for r in data)
+    f = sum(r[RESULT] not in ("pass", "xfail", NOISE, WATCH, REGRESSION) for r in data)
     known = sum(r[RESULT] == "xfail" for r in data)
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
     lines.append(f"{len(data)} test case(s), {f} failed, {known} known fault(s) (expected "
                  f"failures); {len(results)} performance "
                  f"value(s), {gated} gated, {len(judged.regressions)} "
-                 f"regression(s); session {session.uuid}")
+                 f"regression(s), {len(judged.watched)} on watch; session {session.uuid}")
     return "\n".join(lines)

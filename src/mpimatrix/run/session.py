@@ -28,7 +28,7 @@ from ..builds.software import software_of
 from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references, stats_path
-from ..results import summary
+from ..results import summary, watch
 from ..results.changed_since import changed_since
 from ..results.gate import Judgement, failed_first, judge
 from ..results.measurements import Session, load
@@ -41,6 +41,7 @@ from .child import GRACE, Interrupted, stop_on_signals
 from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
+from .nights import earlier_sessions, load_record_path, previous_nights
 from .reframe_cmd import reframe_cmd
 from .selection import (
     ignored_under_mode,
@@ -133,10 +134,6 @@ def measured_run(cmd: list[str], report: Path) -> int:
     return rc
 
 
-def load_record_path() -> Path:
-    return results_db().parent / "machine-load.json"
-
-
 def confirm(report: Session, mode: str, repeats: int, stats: dict,
             setvars: list[str] | None = None) -> Session | None:
     """Re-run, on every build, the test cases with a value outside its tolerance and
@@ -221,9 +218,11 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
     refs_file = references_dir() / f"{_system(report)}.yaml"
     stats = _load_yaml(stats_path(refs_file))
     conf = confirm(report, mode, confirm_repeats, stats, setvar_args(reframe_args))
-    judged = judge(report, [conf] if conf else [], stats)
-    changed = (changed_since(report, judged, earlier_sessions(report_file), stats,
-                             load_references(refs_file)) if judged.regressions else [])
+    refs = load_references(refs_file)
+    judged = watch.apply(report, judge(report, [conf] if conf else [], stats),
+                         previous_nights(report_file), stats, refs)
+    changed = (changed_since(report, judged, earlier_sessions(report_file), stats, refs)
+               if judged.regressions else [])
     print()
     print(summary.format_table(report, judged, changed=changed))
     slow_hosts = [h for h in judged.hosts if h.slow]
@@ -240,18 +239,6 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
     if code == FAILED and disturbed and not _sanity_failures(report):
         return DISTURBED
     return DISTURBED if code == OK and slow_hosts else code
-
-
-def earlier_sessions(skip: Path | None = None):
-    """The sessions `mpimatrix run` stored (not confirmations, not `skip`), newest first,
-    read one at a time (a regression's last good session is usually recent)."""
-    files = [p for p in reports_dir().glob("*.json") if p != skip
-             and not p.name.endswith("-confirm.json") and not p.is_symlink()]
-    for path in sorted(files, key=lambda p: p.stat().st_mtime, reverse=True):
-        try:
-            yield load(load_report(path))
-        except SessionError:
-            continue
 
 
 def exit_code(report: Session, judged: Judgement) -> int:

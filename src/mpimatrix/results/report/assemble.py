@@ -29,30 +29,35 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
                 statistics: dict | None = None, prices: dict | None = None,
                 baseline: str | None = None, verdicts: list | None = None,
                 change_points: list | None = None, max_trends: int = 24,
-                earlier: Iterable | None = None) -> Report:
+                earlier: Iterable | None = None, earlier_nights: Iterable | None = None
+                ) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
     statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
     verdicts and change_points are the seams of the regression gate and of the history
     (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
     results.history itself. `earlier`: sessions before the report's, newest first, where
-    a regressed build's last good session is looked for (by default the report's own)."""
+    a regressed build's last good session is looked for (by default the report's own);
+    `earlier_nights`: the same with their confirmations, where a value on watch was outside
+    before too (results.watch; by default the report's own sessions)."""
     data = load(sessions, references)
     statistics = statistics or {}
+    cur = data.current
+    before = [s for s in reversed(data.sessions) if s is not cur]
+    nights = [(s, data.confirming(s)) for s in before]
+    judged = gate_view.judged(cur, data.confirming(cur), statistics,
+                              itertools.chain(nights, earlier_nights or ()), references)
     if verdicts is None:
-        verdicts = gate_view.gate_verdicts(data.current, data.confirming(data.current),
-                                           statistics)
+        verdicts = gate_view.gate_verdicts(cur, judged)
     if change_points is None:
         change_points = gate_view.history_change_points(data.sessions)
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
     colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
-    cur = data.current
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     ctx.update(front_page(data, verdicts, statistics))
-    before = [s for s in reversed(data.sessions) if s is not cur]
     ctx["what_changed"] = gate_view.what_changed(
-        cur, data.confirming(cur), statistics,
+        cur, judged, statistics,
         before if earlier is None else itertools.chain(before, earlier), references)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
@@ -84,11 +89,13 @@ def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
          "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
         for v in judged if v.status == "not_gated"
         and (v.partition, v.environ, v.ref_key, v.var) not in listed]
-    cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}))
+    cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}),
+                                       sum(r["status"] == "watch" for r in rows))
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
         "improvements": [r for r in rows if r["status"] == "improvement"],
         "noise": [r for r in rows if r["status"] == "noise"],
+        "watch": [r for r in rows if r["status"] == "watch"],
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,

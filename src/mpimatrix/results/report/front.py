@@ -161,11 +161,15 @@ def nodes(s: Session) -> list[str]:
     return sorted(names)
 
 
-def verdict_line(regs: list[dict], fails: list[dict], total: int) -> tuple[str, str]:
-    """(css class, sentence) of the verdict."""
+def verdict_line(regs: list[dict], fails: list[dict], total: int, watch: int = 0
+                 ) -> tuple[str, str]:
+    """(css class, sentence) of the verdict; values on watch do not change it."""
+    on_watch = f"; {watch} value(s) on watch" if watch else ""
     if regs:
         return "bad", (f"{len(regs)} performance regression(s)"
-                       + (f" and {len(fails)} failed test case(s)" if fails else ""))
+                       + (f" and {len(fails)} failed test case(s)" if fails else "")
+                       + on_watch)
     if fails:
-        return "warn", f"no performance regression; {len(fails)} failed test case(s)"
-    return "good", f"no regression: all {total} test case(s) passed"
+        return "warn", (f"no performance regression; {len(fails)} failed test case(s)"
+                        + on_watch)
+    return "good", f"no regression: all {total} test case(s) passed{on_watch}"

@@ -5,22 +5,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .. import gate, history
+from .. import gate, history, watch
 from ..changed_since import changed_since
 from ..measurements import Session, as_session, as_sessions
 from .front import Verdict
 from .trend import ChangePoint
 
 #: The gate's statuses the report shows; pass and no reference are not listed.
-STATUS = {gate.REGRESSION: "regression", gate.NOISE: "noise", gate.NOT_GATED: "not_gated"}
+STATUS = {gate.REGRESSION: "regression", gate.WATCH: "watch", gate.NOISE: "noise",
+          gate.NOT_GATED: "not_gated"}
 
 
-def gate_verdicts(current: Session, confirmations: list[Session], stats: dict | None
-                  ) -> list[Verdict]:
-    """The gate's verdicts on the current session, its confirmation sessions pooled in."""
+def judged(current: Session, confirmations: list[Session], stats: dict | None,
+           earlier: Iterable[watch.Night] = (), refs: dict | None = None) -> gate.Judgement:
+    """The gate's judgement of the current session, its confirmation sessions pooled in,
+    values alone outside for the first time on watch (against the `earlier` nights)."""
+    current = as_session(current)
+    return watch.apply(current, gate.judge(current, confirmations, stats), earlier, stats,
+                       refs)
+
+
+def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
+    """The gate's verdicts on the current session in the report's shape."""
     current = as_session(current)
     ref_keys = {(c.environ, c.check, c.placement): c.ref_key for c in current.cases}
-    judged = gate.judge(current, confirmations, stats)
     out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
                    STATUS[b.status], b.factor, 1.0, "x", b.reason(), b.build)
            for b in judged.builds if b.status in (gate.REGRESSION, gate.NOISE)]
@@ -33,20 +41,23 @@ def gate_verdicts(current: Session, confirmations: list[Session], stats: dict | 
         else:
             samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
             against = f" {v.judged_against} {v.host:.2f})" if v.host else ""
-            reason = (f"{v.basis} [{samples}]{against} "
-                      f"{'outside' if status == 'regression' else 'within'} the tolerance "
+            where = "within" if status == "noise" else "outside"
+            reason = (f"{v.basis} [{samples}]{against} {where} the tolerance "
                       f"{v.tolerance_label}")
+            if status == "watch":
+                reason += "; not outside in the session before: a regression if outside again"
+            elif v.outside_before:
+                reason += f"; outside in session {v.outside_before} too"
         out.append(Verdict(v.partition, v.environ,
                            ref_keys.get((v.environ, v.check, v.placement), ""), v.var, status,
                            v.value, v.reference, v.unit, reason, v.build))
     return out
 
 
-def what_changed(current: Session, confirmations: list[Session], stats: dict | None,
+def what_changed(current: Session, judged: gate.Judgement, stats: dict | None,
                  earlier: Iterable[Session], refs: dict | None = None) -> list[dict]:
     """Per regressed build: the last earlier session where it passed and what changed in
     its software since (results.changed_since); [] without a regression."""
-    judged = gate.judge(as_session(current), confirmations, stats)
     if not judged.regressions:
         return []
     return [{"build": c.build, "heading": c.heading(),
