@@ -34,7 +34,7 @@ class GatePolicy:
     #: A value with more blessed samples than this beyond its tolerance on the bad side
     #: (slower, or a lower rate) is not gated: bless already saw the unchanged system
     #: outside, so the value holds a state of its own its tolerance cannot cover, and on
-    #: this VM such states lasted for nights (1 allowed: 3 of 10 unchanged nights red).
+    #: this VM such states lasted for nights (1 allowed: 11 of 20 unchanged nights red).
     max_blessed_outside: int = 0
 
     # -- a share (a percentage such as IMB's or OSU's overlap), in percentage points -----
