@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     log = []
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports]
-    refs = references_of(results)
+    refs, stats = references_of(results), stats_of(results)
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
@@ -192,8 +192,8 @@ def main(argv=None) -> int:
         # against the references bless wrote last (blessed again during a run, e.g. with
         # other settings, a session is judged as the gate would judge it now)
         session = load(with_references(report, refs) if refs else report)
-        alone = judge(session, confs, stats_of(results))  # without the watch rule
-        judged = watch.apply(session, alone, reversed(history), stats_of(results), refs)
+        alone = judge(session, confs, stats)  # without the watch rule
+        judged = watch.apply(session, alone, reversed(history), stats, refs)
         history.append((session, [load(c) for c in confs]))
         hosts += any(h.slow for h in judged.hosts)
         if injected:  # the session named the injected build as a whole

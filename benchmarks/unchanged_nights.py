@@ -51,6 +51,21 @@ def recorded_halves() -> list[dict]:
     return out
 
 
+def confirmation(sessions: list[dict], k: int, blessed, policy: GatePolicy = DEFAULT_POLICY
+                 ) -> dict | None:
+    """Session k's confirmation: the next session's passes of the test cases the gate
+    would measure again (None when it would measure none), against the blessed
+    references."""
+    night = with_references(sessions[k], blessed.refs)
+    again = {c.hashcode for c in gate.failed_first(night, blessed.stats, policy)}
+    if not again:
+        return None
+    conf = with_references(sessions[k + 1], blessed.refs)
+    for run in conf["runs"]:
+        run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
+    return conf
+
+
 def judged_nights(sessions: list[dict], bless: int, floor: float,
                   policy: GatePolicy = DEFAULT_POLICY):
     """Bless from the first `bless` sessions, then judge each later one as a nightly would:
@@ -62,11 +77,8 @@ def judged_nights(sessions: list[dict], bless: int, floor: float,
     history = [(load(with_references(s, blessed.refs)), []) for s in sessions[:bless]]
     for k in range(bless, len(sessions) - 1):
         night = load(with_references(sessions[k], blessed.refs))
-        again = {c.hashcode for c in gate.failed_first(night, blessed.stats, policy)}
-        conf = with_references(sessions[k + 1], blessed.refs)
-        for run in conf["runs"]:
-            run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-        confs = [load(conf)] if again else []
+        conf = confirmation(sessions, k, blessed, policy)
+        confs = [load(conf)] if conf else []
         alone = gate.judge(night, confs, blessed.stats, policy)
         judged = watch.apply(night, alone, reversed(history), blessed.stats, None, policy)
         history.append((night, confs))

@@ -21,7 +21,7 @@ from mpimatrix.results.measurements import load
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from unchanged_nights import judged_nights, recorded_halves
+from unchanged_nights import confirmation, judged_nights, recorded_halves
 
 SENDRECV = ("mpich-4.0.2-debian", "Imb", "MPI1:Sendrecv", "latency_8B")
 #: The gate before the rule on blessed samples: every value its spread allows is gated.
@@ -170,14 +170,13 @@ def test_the_report_lists_a_value_on_watch():
     sessions = []
     for k in range(5, 9):  # nights 6-9
         night = with_references(halves[k], blessed.refs)
-        again = {c.hashcode for c in gate.failed_first(night, blessed.stats, NO_BLESS_RULE)}
-        conf = with_references(halves[k + 1], blessed.refs)
-        for run in conf["runs"]:
-            run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-        conf["session_info"] = {**conf["session_info"], "uuid": f"confirms-{k + 1}",
-                                "confirms": night["session_info"]["uuid"],
-                                "time_start_unix": night["session_info"]["time_start_unix"] + 1}
-        sessions += [night] + ([conf] if again else [])
+        conf = confirmation(halves, k, blessed, NO_BLESS_RULE)
+        if conf:
+            conf["session_info"] = {
+                **conf["session_info"], "uuid": f"confirms-{k + 1}",
+                "confirms": night["session_info"]["uuid"],
+                "time_start_unix": night["session_info"]["time_start_unix"] + 1}
+        sessions += [night] + ([conf] if conf else [])
     rep = make_report(sessions, references=blessed.refs, statistics=blessed.stats,
                       name="watch")
     assert not rep.context["regressions"]
