@@ -56,7 +56,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     iterations = variable(str, value="")
 
     @run_after("init")
-    def _select(self):
+    def select_benchmark(self):
         self.bench = BY_KEY[self.benchmark]
         self.ref_key = f"{self.benchmark}@{self.placement.name}"
         self.tags |= {"imb", self.bench.suite.lower()}
@@ -68,7 +68,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
             self.valid_systems = []  # this benchmark cannot run with this many ranks
 
     @run_before("run")
-    def _command(self):
+    def prepare_run(self):
         imb = self.build.benchmarks["imb"]
         version = self.imb.bench_version or imb.version
         self.imb_version = " ".join(x for x in (version, f"({imb.provenance})"

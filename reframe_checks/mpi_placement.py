@@ -28,12 +28,12 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     library = variable(str, value="")
 
     @run_after("init")
-    def _key(self):
+    def set_ref_key_and_time_limit(self):
         self.ref_key = f"placement@{self.placement.name}"
         self.time_limit = "3m"  # a probe: seconds when healthy; a hang costs little
 
     @run_before("run")
-    def _executable(self):
+    def set_executable(self):
         self.executable = self.probes.path("mpi_placement")
 
     def parse_output(self):

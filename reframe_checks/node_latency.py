@@ -47,7 +47,7 @@ class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     min_ratio = variable(float, value=5.0)
 
     @run_after("init")
-    def _key(self):
+    def set_ref_key_and_time_limit(self):
         self.ref_key = "pingpong@intra_vs_inter"
         self.time_limit = "5m"  # two short ping-pongs; a hang costs little
 
@@ -58,7 +58,7 @@ class NodeLatencyRatioCheck(rfm.RunOnlyRegressionTest, BuildCheck):
         return {"intra", "inter"} <= set(self.parsed)
 
     @run_before("run")
-    def _two_runs(self):
+    def prepare_two_runs(self):
         # The allocation holds 2 nodes x 2 ranks: run intranode first (prerun),
         # then internode as the main command, so that the network counters
         # bracket the internode run only.

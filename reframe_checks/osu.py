@@ -67,7 +67,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     max_size = variable(int, value=0)
 
     @run_after("init")
-    def _select(self):
+    def select_benchmark(self):
         if self.profile not in PROFILES:
             raise ValueError(f"profile {self.profile!r}: choose one of {PROFILES} "
                              "(-S profile=...)")
@@ -84,7 +84,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     def _issues(self, version):
         b = self.build
         return known_issues(self.bench, b.family, b.version, version, self.placement.nodes,
-                            b.provenance)
+                            b.fabric)
 
     def _install_version(self) -> str:
         return self.osu.bench_version or version_from_path(self.osu.bin_dir)
@@ -103,7 +103,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
                   f"on PATH for {self.build.name}: this OSU install lacks it")
 
     @run_before("run")
-    def _command(self):
+    def prepare_run(self):
         version = self.osu_version = self._install_version()
         issues = self._issues(version)
         self.known_issue = "; ".join(k.reason for k in issues)

@@ -5,8 +5,8 @@
 #   .venv-mpi/  the PyPI MPI wheels, one venv each (pins in src/mpimatrix/pypi_mpis.py).
 # Usage: scripts/setup.sh [--cluster] [--spack]
 #   --cluster: also Slurm + munge for the emulated cluster
-#   --spack:   also what Spack builds the kit's MVAPICH2 and benchmarks with (compilers,
-#              autotools, and the libraries the debian-local overlay names as externals)
+#   --spack:   also what Spack builds the kit's MPIs and benchmarks with (compilers: gcc,
+#              clang; autotools; the libraries the debian-local overlay names as externals)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +14,7 @@ pkgs="openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make python3-venv"
 for arg in "$@"; do
     case $arg in
         --cluster) pkgs="$pkgs slurm-wlm munge libpmix2 iproute2 util-linux" ;;
-        --spack) pkgs="$pkgs g++ gfortran git patch xz-utils bzip2 autoconf automake libtool bison flex libpciaccess-dev libxml2-dev zlib1g-dev pkg-config" ;;
+        --spack) pkgs="$pkgs g++ gfortran git patch xz-utils bzip2 autoconf automake libtool bison flex libpciaccess-dev libxml2-dev zlib1g-dev pkg-config clang libucx-dev libfabric-dev libpmix-dev libevent-dev libnuma-dev libhwloc-dev libslurm-dev libpmi2-0-dev" ;;
         *) echo "setup: unknown option $arg (use --cluster, --spack)" >&2; exit 2 ;;
     esac
 done

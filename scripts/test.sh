@@ -8,12 +8,11 @@ cd "$(dirname "$0")/.."
 # Spack is cloned from it into the user cache (reused by later runs), with a Python
 # for Spack with clingo, and its sources go into the project's Spack mirror. Without
 # it the Spack tests skip, saying why.
-kit=""
-for k in "${MPIMATRIX_OFFLINE_KIT:-}" ../shared/offline; do
-    if [ -n "$k" ] && [ -d "$k/git" ]; then kit=$(cd "$k" && pwd); break; fi
-done
 setup_args=""
 [ "$(id -u)" = 0 ] && setup_args="--cluster"
+[ -x .venv/bin/mpimatrix ] || scripts/setup.sh $setup_args   # a fresh machine: the .venv first
+# paths.offline_kit(): the project's one definition of where the kit is
+kit=$(.venv/bin/python -c 'from mpimatrix.paths import offline_kit; print(offline_kit() or "")')
 [ -n "$kit" ] && setup_args="$setup_args --spack"
 scripts/setup.sh $setup_args
 if [ -n "$kit" ]; then

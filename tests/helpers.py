@@ -81,3 +81,31 @@ def offline_kit_or_skip() -> Path:
         pytest.skip("no offline kit (../shared/offline or MPIMATRIX_OFFLINE_KIT): it holds "
                     "the OSU and IMB sources these tests build from")
     return kit
+
+
+#: Built from the offline kit when no build has OSU: one build of each family.
+KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
+
+
+def osu_from_kit(buildset, cache: Path) -> dict:
+    """The environment OSU runs need: none when a build has OSU; with the offline kit, a
+    cache where `mpimatrix bench-build` put OSU 7.4 for KIT_OSU_BUILDS. Skips, saying
+    how to get OSU, without either."""
+    import pytest
+
+    from mpimatrix.paths import offline_kit
+
+    if any("osu" in b.benchmarks for b in buildset.builds):
+        return {}
+    kit = offline_kit()
+    names = [n for n in KIT_OSU_BUILDS if n in {b.name for b in buildset.builds}]
+    if kit is None or not names:
+        pytest.skip("no build has OSU Micro-Benchmarks: run `mpimatrix bench-build --suite "
+                    "osu --source <kit, OSU tarball or tree>` (Debian/PyPI MPIs have no OSU "
+                    "package), or use a Spack environment with osu-micro-benchmarks")
+    env = {"MPIMATRIX_CACHE": str(cache)}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MPIMATRIX_SOURCES")}
+    subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "bench-build", "--suite",
+                    "osu", "--source", str(kit), *[a for n in names for a in ("--build", n)]],
+                   env={**base, **env}, check=True, capture_output=True, timeout=1200)
+    return env

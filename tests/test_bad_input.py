@@ -42,7 +42,11 @@ def digest(results: Path) -> dict[str, str]:
 @pytest.fixture
 def store(tmp_path):
     """A results store with references (from real sessions) and a report."""
-    results = tmp_path / "results"
+    return make_store(tmp_path / "results")
+
+
+def make_store(results: Path) -> Path:
+    """A results store at `results` with references (from real sessions) and a report."""
     (results / "references").mkdir(parents=True)
     (results / "reports").mkdir()
     shutil.copy(SESSIONS / "imb-quick-bless-1.json", results / "reports" / "quick-1.json")
@@ -183,7 +187,7 @@ PROBES = [
     Probe("bless-two-systems", ["bless", "--report", "{s1}", "--report", "{other.json}"], 2,
           "the sessions cover systems ['local', 'mycluster']; choose one with --system"),
     Probe("report-corrupt-db", ["report", "--session", "00000000-0000-0000-0000-000000000000"],
-          2, "cannot be read (failed to retrieve session data: file is not a database)",
+          2, "cannot be read (file is not a database); move the file away",
           {"results/db/results.db": "garbage"}),
     Probe("bless-all-disturbed", ["bless", "--report", "{s1}"], 2,
           "every session given was disturbed by other programs",

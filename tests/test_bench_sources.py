@@ -201,3 +201,18 @@ def test_without_sources_the_main_job_says_once_how_to_add_them(buildset, tmp_pa
     assert out.count("add sources: `mpimatrix run --sources PATH`") == 1, out[-3000:]
     assert out.count("no source to build the benchmarks from") == 1
     assert "OSU on every build" in out and "cannot download OSU 7.4" in out
+
+
+def test_the_note_names_the_kit_beside_the_clone(kit, tmp_path):
+    """`mpimatrix run` without sources, with a kit at hand (run-local.sh takes it by
+    default): the note on what lacks a source says where the kit is and how to use it."""
+    from mpimatrix.builds.bench_prepare import note
+
+    missing = {"osu": ["openmpi-4.1.4-debian"], "imb": ["openmpi-4.1.4-debian"]}
+    text = note(missing, ["cannot download OSU 7.4"], 2, kit)
+    assert text.count("add sources: `mpimatrix run --sources PATH`") == 1
+    assert text.splitlines()[-1] == (f"  the offline kit {kit} has them: `mpimatrix run "
+                                     f"--sources {kit}` (./scripts/run-local.sh takes it "
+                                     "by default)")
+    assert "has them" not in note(missing, [], 2, None)
+    assert "has them" not in note(missing, [], 2, tmp_path)  # a folder without sources

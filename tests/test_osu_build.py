@@ -10,6 +10,7 @@ import pytest
 from mpimatrix.builds import osu_install as osu_build
 from mpimatrix.builds.discovery import attach_osu_installs
 from mpimatrix.builds.record import BuildRecord
+from mpimatrix.paths import offline_kit
 
 
 def rec(name="mpich-4.0.2-debian", cc="/usr/bin/mpicc.mpich", **kw):
@@ -98,10 +99,14 @@ def test_discovery_attaches_complete_cache_installs_only(tmp_path, monkeypatch):
 @pytest.mark.osu
 @pytest.mark.mpi
 def test_real_build_from_a_source_tree(buildset, tmp_path, monkeypatch):
-    """Builds OSU for one real build when MPIMATRIX_OSU_SOURCE names a source tree/tarball."""
-    src = os.environ.get("MPIMATRIX_OSU_SOURCE")
+    """Builds OSU for one real build from MPIMATRIX_OSU_SOURCE (a source tree or tarball),
+    else from the offline kit's OSU tarball."""
+    kit = offline_kit()
+    kit_osu = sorted(kit.glob("sources/osu-micro-benchmarks/*.tar.gz")) if kit else []
+    src = os.environ.get("MPIMATRIX_OSU_SOURCE") or (str(kit_osu[0]) if kit_osu else "")
     if not src:
-        pytest.skip("set MPIMATRIX_OSU_SOURCE to an OSU source tree or tarball to build one")
+        pytest.skip("no OSU source: set MPIMATRIX_OSU_SOURCE to an OSU source tree or "
+                    "tarball, or put the offline kit beside the project")
     monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
     b = next(b for b in buildset.builds if not b.prepare_cmds)
     osu = osu_build.build_osu(b, osu_build.Path(src), quiet=True)

@@ -8,12 +8,11 @@ every discovered build from it, scripts/test.sh).
 
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import passed_cases, run_reframe
+from helpers import osu_from_kit, passed_cases, run_reframe
 
 from mpimatrix.builds.sources import load_builds
 from mpimatrix.paths import offline_kit
@@ -21,28 +20,10 @@ from mpimatrix.suites.osu.catalogue import BY_NAME
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe, pytest.mark.osu]
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
-#: Built from the offline kit when no build has OSU: one build of each family.
-KIT_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
-
-
 @pytest.fixture(scope="module")
 def osu_env(buildset, tmp_path_factory) -> dict:
-    """The environment the OSU runs need: none when a build has OSU; with the offline
-    kit, a cache where `mpimatrix bench-build` put OSU 7.4 for KIT_BUILDS."""
-    if any("osu" in b.benchmarks for b in buildset.builds):
-        return {}
-    kit = offline_kit()
-    names = [n for n in KIT_BUILDS if n in {b.name for b in buildset.builds}]
-    if kit is None or not names:
-        pytest.skip("no build has OSU Micro-Benchmarks: run `mpimatrix bench-build --suite "
-                    "osu --source <kit, OSU tarball or tree>` (Debian/PyPI MPIs have no OSU "
-                    "package), or use a Spack environment with osu-micro-benchmarks")
-    env = {"MPIMATRIX_CACHE": str(tmp_path_factory.mktemp("osu-cache"))}
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MPIMATRIX_SOURCES")}
-    subprocess.run([MPIMATRIX, "bench-build", "--suite", "osu", "--source", str(kit),
-                    *[a for n in names for a in ("--build", n)]],
-                   env={**base, **env}, check=True, capture_output=True, timeout=1200)
-    return env
+    """The environment the OSU runs need (helpers.osu_from_kit)."""
+    return osu_from_kit(buildset, tmp_path_factory.mktemp("osu-cache"))
 
 
 @pytest.fixture(scope="module")

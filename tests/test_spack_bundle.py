@@ -102,3 +102,55 @@ def test_external_mvapich_keeps_the_family_default(lock):
     node = next(n for n in lock.nodes.values() if n.name == "mvapich")
     ext = type(node)(node.hash, {**node.data, "external": {"path": "/opt/mvapich"}})
     assert pmi_of(ext, "mvapich") == "pmi1"
+
+
+def test_a_row_without_installed_benchmarks_is_told_the_spack_install_of_its_root(lock,
+                                                                                   tmp_path):
+    """The llvm rows of the external MPIs when only the gcc rows are installed: the
+    records say which suites are missing and the `spack install /<hash>` of their
+    mpimatrix-benchmarks root, and `mpimatrix run`'s note gives that, not osu-build."""
+    from mpimatrix.builds.sources import BuildSet
+    from mpimatrix.run.selection import osu_note
+
+    gcc_rows = [r["hash"] for r in lock.roots if "cxx=gcc" in r["spec"]]
+    prefixes = {h: str(tmp_path / h[:7]) for root in gcc_rows
+                for h, _, _ in lock.node(root).deps()
+                if lock.node(h).name in ("osu-micro-benchmarks", "intel-mpi-benchmarks")}
+    recs = {r.name: r for r in builds_from_lock(LOCK, spack=False, prefixes=prefixes)[0]}
+    llvm, gcc = recs["openmpi-4.1.4-ext-llvm14"], recs["openmpi-4.1.4-ext-gcc12"]
+    root = next(r["hash"] for r in lock.roots
+                if r["spec"] == "mpimatrix-benchmarks %%c,cxx=clang ^openmpi@4.1.4")
+    assert llvm.benchmarks == {}
+    assert llvm.missing_benchmarks == {"osu": f"spack install /{root[:7]}",
+                                       "imb": f"spack install /{root[:7]}"}
+    assert "osu: osu-micro-benchmarks@7.5.1 /" in " ".join(llvm.notes)
+    assert f"(`spack install /{root[:7]}`)" in " ".join(llvm.notes)
+    assert set(gcc.benchmarks) == {"osu", "imb"} and gcc.missing_benchmarks == {}
+    # the record keeps it through ReFrame's environment extras (to_dict / from_dict)
+    assert type(llvm).from_dict(llvm.to_dict()).missing_benchmarks == llvm.missing_benchmarks
+
+    note = osu_note(BuildSet(f"lock:{LOCK}", [gcc, llvm]))
+    assert "osu-build" not in note
+    assert note == (
+        "IMB/OSU: no test case for openmpi-4.1.4-ext-llvm14: the lock has the benchmarks, "
+        "Spack has not installed them; install their rows (mpimatrix-benchmarks for that "
+        "MPI and compiler) in the activated environment: "
+        f"`spack install /{root[:7]}`"), note
+    both = osu_note(BuildSet(f"lock:{LOCK}", [gcc, llvm, recs["mpich-4.0.2-ext-llvm14"]]))
+    mpich_root = next(r["hash"] for r in lock.roots
+                      if r["spec"] == "mpimatrix-benchmarks %%c,cxx=clang ^mpich@4.0.2")
+    assert both.endswith(f"`spack install /{root[:7]} /{mpich_root[:7]}`"), both
+    assert osu_note(BuildSet(f"lock:{LOCK}", [gcc])) == ""
+
+
+def test_an_mpi_not_installed_is_told_the_spack_install_of_its_row(lock):
+    """Spack answered and this MPI is not among its installs: the record names its row's
+    root (the MPI with its benchmarks), not the MPI alone."""
+    from mpimatrix.builds.record import why_unusable
+
+    gcc = next(n.hash for n in lock.nodes.values() if n.name == "gcc")
+    recs = {r.name: r for r in builds_from_lock(LOCK, spack=False, prefixes={gcc: "/usr"})[0]}
+    r = recs["openmpi-5.0.8-ucx-gcc12"]
+    root = next(x["hash"] for x in lock.roots if x["spec"] ==
+                "mpimatrix-benchmarks %%c,cxx=gcc ^openmpi@5 fabrics=ucx schedulers=slurm")
+    assert why_unusable(r) == [f"not installed (`spack install /{root[:7]}`)"]

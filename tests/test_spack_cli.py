@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from helpers import ROOT
 
 from mpimatrix import cli
 from mpimatrix.builds.spack import site_overlay
@@ -199,13 +200,130 @@ def test_kit_sources_go_into_the_mirror_and_wrong_ones_are_refused(tmp_path, mon
     lines = kit_mod.add_kit_sources(kit, root=tmp_path / "project")
     mirror = tmp_path / "project" / ".cache" / "spack" / "mirror"
     for src in sources:
-        got = mirror / "_source-cache" / "archive" / src.sha256[:2] / f"{src.sha256}.tar.gz"
+        ext = "tar.xz" if src.path.endswith(".xz") else "tar.gz"
+        got = mirror / "_source-cache" / "archive" / src.sha256[:2] / f"{src.sha256}.{ext}"
         assert got.read_bytes() == (kit / src.path).read_bytes()
     scope = tmp_path / "project" / ".cache" / "spack" / "kit" / "packages.yaml"
-    assert yaml.safe_load(scope.read_text())["packages"] == {
-        s.package: {"require": f"@{s.version}"} for s in sources}
+    required = yaml.safe_load(scope.read_text())["packages"]
+    assert required["osu-micro-benchmarks"] == {"require": "@=7.4-kit"}
+    assert required["mvapich2"] == {"require": "@=2.3.7-1-kit"}
+    # the kit's two Open MPI trees, or the site's own 4.1.4 (the Debian external)
+    assert required["openmpi"] == {"require": [{"any_of": ["@=4.1.4-kit", "@=5.0.7-kit",
+                                                           "@=4.1.4"]}]}
+    assert required["mpich"] == {"require": [{"any_of": ["@=4.0.2-kit", "@=4.0.2"]}]}
     assert lines[-1] == f"wrote {scope}"
     (kit / sources[0].path).write_bytes(b"re-rolled")
     shutil.rmtree(mirror)
     with pytest.raises(kit_mod.KitError, match="re-copy it"):
         kit_mod.add_kit_sources(kit, root=tmp_path / "project")
+
+
+def _shell_block(out: str, after: str) -> str:
+    """The commands printed after the line `after`, as the user copies them."""
+    lines = out.split(f"{after}\n", 1)[1].splitlines()
+    return "\n".join(line[2:] for line in lines)
+
+
+def _assert_kit_steps(block: str, kit: Path, mpimatrix: str) -> None:
+    from mpimatrix.builds.spack.kit import KIT_ROWS
+
+    proc = subprocess.run(["bash", "-n"], input=block, text=True, capture_output=True)
+    assert proc.returncode == 0, proc.stderr + block  # it is shell, continuations included
+    assert mpimatrix != "mpimatrix" and mpimatrix.endswith("bin/mpimatrix")
+    assert "export MPIMATRIX_SPACK_SITE=debian-local" in block
+    install = block[block.index("spack install "):block.index("reframe -r")]
+    for row in KIT_ROWS:  # the kit's rows, not the whole matrix
+        assert f"'{row}'" in install, (row, install)
+    assert install.split("#")[0].count("'") == 2 * len(KIT_ROWS)  # nothing else
+    assert block.rstrip().splitlines()[-1].lstrip().startswith("reframe -r")
+    for line in block.splitlines():  # no bare `mpimatrix` (not on PATH)
+        assert not line.startswith("mpimatrix ") and " mpimatrix spack" not in line, line
+
+
+def test_get_with_a_kit_prints_the_kit_steps_to_reframe(monkeypatch, tmp_path, capsys):
+    """After `spack get --kit`: Spack in the shell, then setup --kit (by the path of
+    this mpimatrix, not on PATH), activate, concretize, the kit's rows, reframe -r."""
+    from mpimatrix.cli import spack as spack_cli
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    kit = tmp_path / "kit"
+    (kit / "git").mkdir(parents=True)
+    _kit_like(kit / "git" / "spack.git",
+              _tagged_repo(tmp_path / "up-spack", f"v{spack_tool.SPACK_VERSION}"))
+    _kit_like(kit / "git" / "spack-packages.git",
+              _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
+    for var in ("SPACK_ROOT", "MPIMATRIX_SPACK_SITE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("MPIMATRIX_USER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("SPACK_PYTHON", sys.executable)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'nothing'}:/usr/bin:/bin")
+    monkeypatch.chdir(ROOT)
+    assert cli.main(["spack", "get", "--kit", str(kit)]) == 0
+    out = capsys.readouterr().out
+    mm = spack_cli.mpimatrix_cmd()
+    dest = tmp_path / "cache" / "spack" / "spack"
+    block = _shell_block(out, "Next:")
+    assert block.splitlines()[:2] == [f"export SPACK_ROOT={dest}",
+                                      f"export SPACK_PYTHON={sys.executable}"]
+    assert block.splitlines()[2].startswith(f". {dest}/share/spack/setup-env.sh ")
+    assert f"\n{mm} spack setup --kit {kit} " in block
+    assert "\nspack env activate .\n" in block
+    _assert_kit_steps(block, kit, mm)
+
+
+def test_setup_prints_the_steps_of_its_kit_or_of_the_whole_matrix(monkeypatch, tmp_path,
+                                                                   capsys):
+    from mpimatrix.cli import spack as spack_cli
+
+    root = tmp_path / "project"
+    (root / "site_config" / "spack" / "debian-local").mkdir(parents=True)  # no shims
+    monkeypatch.setenv("MPIMATRIX_HOME", str(root))
+    monkeypatch.setenv("PATH", f"{tmp_path / 'nothing'}:/usr/bin:/bin")
+    monkeypatch.delenv("MPIMATRIX_SPACK_SITE", raising=False)
+    monkeypatch.chdir(root)
+    kit = tmp_path / "kit"
+    monkeypatch.setattr(spack_cli, "add_kit_sources", lambda k: [f"sources of {k}"])
+    assert cli.main(["spack", "setup", "--kit", str(kit)]) == 0
+    out = capsys.readouterr().out
+    mm = spack_cli.mpimatrix_cmd()
+    block = _shell_block(out, "Next (site debian-local):")
+    assert block.splitlines()[0].startswith(
+        f'eval "$({mm} spack get --kit {kit} --print-env)"; '
+        '. "$SPACK_ROOT/share/spack/setup-env.sh"')
+    _assert_kit_steps(block, kit, mm)
+    assert "spack setup" not in block  # done
+    # `reframe` in the environment without a lock names the kit's rows too
+    assert spack_cli.kit_used() is False  # add_kit_sources was replaced: no kit scope
+    (root / ".cache" / "spack" / "kit").mkdir(parents=True)
+    (root / ".cache" / "spack" / "kit" / "packages.yaml").write_text("packages: {}\n")
+    assert f"`{mm} spack kit-rows | xargs -d '\\n' spack install`" in spack_cli.no_lock_fix()
+
+    # a connected site: no --kit anywhere, `spack install` of the whole matrix
+    assert cli.main(["spack", "setup"]) == 0
+    block = _shell_block(capsys.readouterr().out, "Next (site debian-local):")
+    assert "--kit" not in block and "mpimatrix-benchmarks" not in block
+    assert "\nspack install                            # the whole matrix" in block
+    assert subprocess.run(["bash", "-n"], input=block, text=True).returncode == 0
+
+
+def test_kit_rows_prints_one_row_a_line(capsys):
+    from mpimatrix.builds.spack.kit import KIT_ROWS
+
+    assert cli.main(["spack", "kit-rows"]) == 0
+    assert capsys.readouterr().out.splitlines() == list(KIT_ROWS)
+
+
+def test_mpimatrix_in_hints_is_the_name_on_path_or_the_running_one(monkeypatch, tmp_path):
+    from mpimatrix.cli import spack as spack_cli
+
+    exe = Path(sys.executable).absolute().parent / "mpimatrix"
+    if not exe.is_file():
+        pytest.skip(f"no {exe}: mpimatrix is not installed beside this Python")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.chdir(exe.parents[2])
+    assert spack_cli.mpimatrix_cmd() == str(exe.relative_to(exe.parents[2]))  # .venv/bin/...
+    monkeypatch.chdir(tmp_path)
+    assert spack_cli.mpimatrix_cmd() == str(exe)
+    monkeypatch.setenv("PATH", str(exe.parent))
+    assert spack_cli.mpimatrix_cmd() == "mpimatrix"

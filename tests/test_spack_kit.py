@@ -1,13 +1,15 @@
 """The matrix for real, from the offline kit: Spack installs OSU and IMB on the Debian
-MPIs (externals) and on MVAPICH2 built from source, then `spack env activate` and plain
+MPIs (externals) and on one source build of each family (MVAPICH2 nemesis, Open MPI
+4.1.4 with Slurm PMI-2, MPICH 4.0.2 ch3:tcp), then `spack env activate` and plain
 `reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
-them internode.
+them internode through srun and through each build's own mpirun/mpiexec.
 
 The environment is the project's spack.yaml with its site overlay (debian-local) and
-packages/, with the specs replaced by the matrix rows the kit's sources serve
-(builds/spack/kit.py KIT_ROWS): concretizing the whole matrix costs ~8 minutes cold on
-2 cores and installs nothing more. Installs go to Spack's own install tree in the user
-cache (`mpimatrix spack get`), so a second run reuses them.
+packages/, with the specs replaced by the cheapest matrix rows that still build each
+family's recipe from the kit (builds/spack/kit.py CI_ROWS; the whole kit matrix,
+KIT_ROWS, is built by benchmarks/spack_matrix_build.py, not here): concretizing the whole
+matrix costs ~8 minutes cold on 2 cores and installs nothing more. Installs go to Spack's
+own install tree in the user cache (`mpimatrix spack get`), so a second run reuses them.
 
 Needs Spack (`mpimatrix spack get --kit ...`) and the kit; skipped, saying which is
 missing, without them; MPIMATRIX_REQUIRE_SPACK=1 (CI with the kit) makes a skip a failure.
@@ -28,21 +30,23 @@ from test_spack_concretize import _skip, spack_requirements
 
 from mpimatrix.builds.spack import activation, site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
-from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources
+from mpimatrix.builds.spack.kit import CI_ROWS, add_kit_sources
 from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.paths import offline_kit, project_root
 
 pytestmark = pytest.mark.spack
 
 ROOT = project_root()
-BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12")  # + the mvapich2 build
+#: The build names of CI_ROWS' MPIs (the MVAPICH2 one is found by its prefix).
+BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12", "openmpi-4.1.4-kit-pmi-gcc12",
+          "mpich-4.0.2-kit-ch3-tcp-gcc12")
 
 
 def _require_kit() -> Path:
     kit = offline_kit()
     if kit is None:
         _skip("no offline kit (../shared/offline beside the project, or "
-              "MPIMATRIX_OFFLINE_KIT): the benchmark and MVAPICH2 sources are missing")
+              "MPIMATRIX_OFFLINE_KIT): the benchmark and MPI sources are missing")
     return kit
 
 
@@ -63,7 +67,7 @@ def kit_env(request, tmp_path_factory):
         site_overlay.write_shims("debian-local", out=quiet)
     add_kit_sources(kit)
     activation.write_activation()
-    env_dir = spack_tool.env_copy(tmp_path_factory.mktemp("kit") / "env", list(KIT_ROWS))
+    env_dir = spack_tool.env_copy(tmp_path_factory.mktemp("kit") / "env", list(CI_ROWS))
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     out = {}
     # --fresh: the lock from spack.yaml and the recipes alone, not from what is installed
@@ -83,20 +87,26 @@ def kit_env(request, tmp_path_factory):
 
 def test_kit_rows_are_installed(kit_env):
     lock = read_lock(kit_env["lock"])
-    assert len(lock.roots) == len(KIT_ROWS)
-    versions = {n.name: n.version for n in lock.nodes.values()}
-    assert versions["osu-micro-benchmarks"] == "7.4-kit"
-    assert versions["intel-mpi-benchmarks"] == "2021.7"
-    assert versions["mvapich2"] == "2.3.7-1-kit"
+    assert len(lock.roots) == len(CI_ROWS)
+    versions: dict[str, set[str]] = {}
+    for n in lock.nodes.values():
+        versions.setdefault(n.name, set()).add(n.version)
+    assert versions["osu-micro-benchmarks"] == {"7.4-kit"}
+    assert versions["intel-mpi-benchmarks"] == {"2021.7"}
+    assert versions["mvapich2"] == {"2.3.7-1-kit"}
+    # the Debian external and the kit's source tree of the same release, side by side
+    assert versions["openmpi"] == {"4.1.4", "4.1.4-kit"}
+    assert versions["mpich"] == {"4.0.2", "4.0.2-kit"}
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
                            "--format", "{name}@{version} {variants} /{hash:7}"],
                           env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
                           capture_output=True, text=True, timeout=600)
     found = proc.stdout
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert found.count("mpimatrix-benchmarks@1.0") == 3, found
-    assert found.count("osu-micro-benchmarks@7.4-kit") == 3, found
-    assert found.count("intel-mpi-benchmarks@2021.7") == 3, found
+    n = len(CI_ROWS)
+    assert found.count("mpimatrix-benchmarks@1.0") == n, found
+    assert found.count("osu-micro-benchmarks@7.4-kit") == n, found
+    assert found.count("intel-mpi-benchmarks@2021.7") == n, found
     assert any(line.startswith("mvapich2@2.3.7-1-kit ") and " fabrics=nemesis " in line
                for line in found.splitlines()), found
 
@@ -147,7 +157,8 @@ INTERNODE = ("OsuCheck%placement=internode%benchmark=(latency|bw)$",
 @pytest.mark.cluster
 def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
     """`mpimatrix cluster run` in the activated environment (MPIMATRIX_LOCK as activation
-    sets it): OSU and IMB between the two nodes, on each kit build, MVAPICH2 included."""
+    sets it): OSU and IMB between the two nodes, on each kit build, through both launchers
+    each build has: srun (--mpi= the build's PMI) and its own mpirun/mpiexec."""
     from test_vcluster import _require_cluster, _short_tmpdir
 
     from mpimatrix.vcluster import cluster
@@ -164,7 +175,8 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
         names = [a for n in INTERNODE for a in ("-n", n)]
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "mpimatrix"), "cluster", "run", "--dir",
-             str(lay.dir), "--", "--partition", "compute$", "--no-confirm", "--",
+             str(lay.dir), "--", "--partition", "compute$", "--partition",
+             "compute_mpirun$", "--no-confirm", "--",
              "--max-retries=1", *names],
             env=env, capture_output=True, text=True, timeout=3600)
     finally:
@@ -174,19 +186,25 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
     _say(request, f"\n`mpimatrix cluster run` on the kit builds: rc {proc.returncode}\n"
          + "\n".join(tail[-40:]))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
-    by_build: dict[str, set[str]] = {}
+    by_launcher: dict[str, dict[str, set[str]]] = {}
     for tc in _session_cases(results):
         if tc["result"] != "pass":
             continue
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
+        by_build = by_launcher.setdefault(tc["partition"], {})
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
-    _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
+    assert sorted(by_launcher) == ["compute", "compute_mpirun"], sorted(by_launcher)
+    for by_build in by_launcher.values():
+        _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
 
 
 #: The kit rows with one dependency changed: the MVAPICH2 row's IMB built with -O3.
-CHANGED_ROWS = (*KIT_ROWS[:2], KIT_ROWS[2] + " ^intel-mpi-benchmarks cflags=-O3")
+CHANGED_ROWS = (*CI_ROWS[:2], CI_ROWS[2] + " ^intel-mpi-benchmarks cflags=-O3", *CI_ROWS[3:])
 MVAPICH2_IMB = "intel-mpi-benchmarks@2021.7 (spack): cflags (none) -> -O3"
-IMB_INTRANODE = ["--", "-n", r"ImbCheck%placement=intranode%benchmark=MPI1:(PingPong|Allreduce)$"]
+# The three builds the sessions run (three give the gate its host factor and whole-build
+# verdicts; the source-built Open MPI and MPICH rows add time, not coverage, here).
+IMB_INTRANODE = ["--only", r"^(openmpi-4\.1\.4-ext|mpich-4\.0\.2-ext|mvapich2-)", "--",
+                 "-n", r"ImbCheck%placement=intranode%benchmark=MPI1:(PingPong|Allreduce)$"]
 
 
 @pytest.fixture(scope="module")
@@ -287,3 +305,91 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     assert re.findall(r"<code>(.*?)</code>", section) == [
         MVAPICH2_IMB.replace(">", "&gt;")], section
     assert f"<b>{mvapich2}</b>" in section
+
+
+# == Build once, install anywhere: the binary cache ==========================================
+# (issue #33 item 4; docs/spack.md "Build once, install anywhere"; the whole built matrix:
+# benchmarks/spack_buildcache.py.) Helpers and test of this block only.
+
+def _bc_run(cmd: list[str], timeout: int = 1800) -> tuple[float, subprocess.CompletedProcess]:
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
+                          capture_output=True, text=True, timeout=timeout)
+    return time.monotonic() - t0, proc
+
+
+def test_kit_rows_install_from_a_binary_cache_into_an_empty_tree_without_compiling(
+        kit_env, request, tmp_path):
+    """The installed kit rows pushed (unsigned) to a binary cache in tmp, then installed
+    from it alone into an EMPTY install tree by a copy of the environment with the same
+    lock (`spack install --use-buildcache only`: no build allowed): every package is
+    extracted from the cache, none compiled, and osu_latency of a row with a source-built
+    MPI runs from the new tree on 2 ranks through that MPI's own launcher, linked against
+    the new tree only (relocation works).
+
+    Measured cost (2026-11-27, 2 cores, load 9-11 from other work): 46 s besides kit_env
+    with 3 rows (the two Debian externals, MVAPICH2 nemesis; 11 packages, 50 MiB): push
+    25 s, install 12 s, osu_latency 0.5 s, Spack's start-ups the rest.
+    """
+    import shutil
+
+    from test_vcluster import _short_tmpdir
+
+    from mpimatrix.builds.spack import buildcache
+
+    spack, env_dir = kit_env["spack"], kit_env["env_dir"]
+    lock = read_lock(kit_env["lock"])
+    source = buildcache.store_root(spack, "-e", str(env_dir),
+                                   env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"))
+    installed = buildcache.store_index(source)
+    roots = [r for r in lock.roots if r["hash"] in installed]
+    assert len(roots) == len(lock.roots), "kit_env installs every row of its lock"
+    hashes = [f"/{r['hash']}" for r in roots]
+    cache = tmp_path / "buildcache"
+    push_s, proc = _bc_run([spack, "-e", str(env_dir), "buildcache", "push", "--unsigned",
+                            "--update-index", str(cache), *hashes])
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    size, files = buildcache.cache_size(cache)
+
+    # Spack relocates by rewriting the install root in place: the new one must be shorter
+    tree = _short_tmpdir("t") / "t"
+    assert len(str(tree)) <= len(str(source)), (tree, source)
+    try:
+        scope = buildcache.tree_scope(tmp_path / "scope", tree, cache)
+        copy = buildcache.env_with_lock(env_dir, tmp_path / "copy")
+        install_s, proc = _bc_run([spack, "-C", str(scope), "-e", str(copy), "install",
+                                   "--use-buildcache", "only", *hashes])
+        out = proc.stdout + proc.stderr
+        log = buildcache.read_install_log(out)
+        new = buildcache.store_index(tree)
+        _say(request, f"\nbinary cache: push {len(roots)} rows {push_s:.0f} s "
+             f"({size / 2**20:.0f} MiB, {files} files); install into an empty tree "
+             f"{install_s:.0f} s: {len(log.extracted)} extracted, {len(new)} installed, "
+             f"compiled: {log.compiled or 'nothing'}")
+        assert proc.returncode == 0, out[-4000:]
+        assert not log.compiled and not log.from_source, out[-4000:]
+        assert new and len(log.extracted) == len(new), (log.extracted, sorted(new))
+        for rec in new.values():
+            assert rec["path"].startswith(str(tree)), rec
+            assert (buildcache.install_times(rec["path"]) or {}).get("cache") is True, rec
+        for r in roots:  # each row's root, MPI (unless external), OSU and IMB
+            wanted = {rn.node.hash for rn in buildcache.row_nodes(lock, r["hash"])
+                      if rn.role}
+            assert wanted <= set(new), (buildcache.row_label(lock, r), wanted - set(new))
+
+        built_mpi = [r for r in roots if not buildcache.row_mpi(lock, r["hash"]).is_external]
+        assert built_mpi, "no row with a source-built MPI"
+        row = built_mpi[0]
+        cmd, extra = buildcache.osu_latency_command(lock, row["hash"], new)
+        assert cmd[0].startswith(str(tree)) and cmd[3].startswith(str(tree)), cmd
+        t0 = time.monotonic()
+        run = subprocess.run(cmd, env=dict(os.environ, **extra), capture_output=True,
+                             text=True, timeout=300)
+        ldd = subprocess.run(["ldd", cmd[3]], capture_output=True, text=True).stdout
+        _say(request, f"osu_latency of {buildcache.row_label(lock, row)} from the new tree: "
+             f"rc {run.returncode}, {time.monotonic() - t0:.1f} s")
+        assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        assert [ln for ln in run.stdout.splitlines() if ln[:1].isdigit()], run.stdout
+        assert str(source) not in ldd and str(tree) in ldd, ldd
+    finally:
+        shutil.rmtree(tree.parent, ignore_errors=True)

@@ -89,7 +89,7 @@ def test_both_benchmarks_on_each_mpi_in_one_root(env):
               ).read_text()
     assert "class MpimatrixBenchmarks(BundlePackage)" in bundle
     for dep in ('depends_on("mpi")', 'depends_on("osu-micro-benchmarks", when="+osu")',
-                'depends_on("intel-mpi-benchmarks", when="+imb")',
+                'depends_on("intel-mpi-benchmarks+mpi1+p2p+nbc+rma~ext~io~mt", when="+imb")',
                 'depends_on("c", type="build")', 'depends_on("cxx", type="build")'):
         assert dep in bundle
 
@@ -145,13 +145,18 @@ def test_debian_local_overlay():
     d = site_overlay.overlay_dir("debian-local")
     packages = yaml.safe_load((d / "packages.yaml").read_text())["packages"]
     assert packages["gcc"]["buildable"] is False and packages["llvm"]["buildable"] is False
-    # The MPIs are not made non-buildable: openmpi@5 / mpich@4.3 build in the same matrix.
-    assert "openmpi" not in packages and "mpich" not in packages
+    # The MPIs are not made non-buildable (the matrix builds them from source beside the
+    # Debian externals); their requirements here apply to the kit's sources only.
+    for mpi in ("openmpi", "mpich"):
+        assert "buildable" not in packages[mpi] and "externals" not in packages[mpi]
+        assert all(r["when"].startswith("@") for r in packages[mpi]["require"])
+    assert packages["mpich"]["require"][0]["when"].startswith("@=4.0.2-kit ")
     shims = yaml.safe_load((d / "shims.yaml").read_text())["shims"]
     specs = {s["spec"].split("~")[0].split("+")[0] for s in shims.values()}
     assert {"openmpi@4.1.4", "mpich@4.0.2"} <= specs
     defs = yaml.safe_load((d / "definitions.yaml").read_text())["definitions"]
-    assert {"openmpi@4.1.4", "mpich@4.0.2"} <= set(defs[0]["site_mpis"])
+    # exactly the Debian releases: never the kit's source trees of the same releases
+    assert {"openmpi@=4.1.4", "mpich@=4.0.2"} <= set(defs[0]["site_mpis"])
     inc = yaml.safe_load((d / "include.yaml").read_text())["include"]
     assert (d / inc[0]["path"]).resolve() == (ROOT / ".cache" / "spack" / "debian-local")
     repos = yaml.safe_load((d / "repos.yaml").read_text())["repos"]

@@ -24,9 +24,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import CONFIG, REFRAME, ROOT, final_cases, report_cases, retried_failures
+from helpers import (
+    CONFIG,
+    REFRAME,
+    ROOT,
+    final_cases,
+    osu_from_kit,
+    report_cases,
+    retried_failures,
+)
 
 from mpimatrix.builds.record import BuildRecord
+from mpimatrix.builds.sources import load_builds
 from mpimatrix.placement import INTERNODE
 from mpimatrix.rfm import job_outcome as slurm_job
 from mpimatrix.rfm.launch import launch_argv, srun_plugin
@@ -248,10 +257,11 @@ def _links() -> str:
 
 
 def _reframe_in_head(lay: Layout, results: Path, *args: str, timeout: int = 1800,
-                     retries: int = 2) -> tuple[subprocess.CompletedProcess, dict | None]:
+                     retries: int = 2, env: dict | None = None,
+                     ) -> tuple[subprocess.CompletedProcess, dict | None]:
     """ReFrame in the head namespace, retrying failed cases twice: see _settled_cases."""
     report = results / "reports" / "test-report.json"
-    env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results)}
+    env = {**cluster.env_for(lay), "MPIMATRIX_RESULTS": str(results), **(env or {})}
     cmd = cluster.command(lay, "head", [REFRAME, "-C", str(CONFIG), "--report-file",
                                         str(report), "--exec-policy=serial",
                                         f"--max-retries={retries}", *args], wd=str(ROOT))
@@ -396,14 +406,17 @@ def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
 def test_osu_internode_pt2pt_and_two_node_collectives(vcluster, buildset, tmp_path):
     """OSU through Slurm: point-to-point on 2 nodes and collectives on every 2-node
     layout; each record carries the 2 distinct hosts the ranks reported."""
-    osu = [b for b in buildset.builds if "osu" in b.benchmarks]
-    if not osu:
-        pytest.skip("no build has OSU Micro-Benchmarks (`mpimatrix osu-build --source ...`)")
+    osu_env = osu_from_kit(buildset, tmp_path / "osu-cache")  # with the kit: OSU 7.4 built
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in osu_env.items():
+            mp.setenv(k, v)
+        osu = [b for b in load_builds().builds if "osu" in b.benchmarks]
+    assert osu, f"OSU built into {osu_env} but discovery does not see it"
     env = osu[0].environ_name
     proc, report = _reframe_in_head(
         vcluster["lay"], tmp_path, "-n",
         "OsuCheck%placement=(internode|2x[0-9]+)%benchmark=(latency|bw|allreduce|alltoall|ibcast)$",
-        "--system", "vcluster:compute", "-p", f"^{env}$", "-r")
+        "--system", "vcluster:compute", "-p", f"^{env}$", "-r", env=osu_env)
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = _settled_cases(report)
     layouts = {tc["placement"] for tc in cases}
@@ -486,10 +499,10 @@ def test_a_known_fault_is_an_expected_failure_and_keeps_the_night_green(vcluster
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert _known_fault(cases[known]), cases[known]
-    assert ": MPICH 4.0.x (Debian" in cases[known]["expected_failure"], cases[known]
+    assert ": MPICH 4.0.x (ch4:ucx)" in cases[known]["expected_failure"], cases[known]
     assert cases[other]["result"] == "pass", cases[other]["fail_reason"]
-    assert re.search(r"^2 test case\(s\), 0 failed, 1 known fault\(s\) \(expected "
-                     r"failures\);", proc.stdout, re.M), out[-3000:]
+    assert re.search(rf"^2 test case\(s\){FIXTURES}, 0 failed, 1 known fault\(s\) "
+                     r"\(expected failures\);", proc.stdout, re.M), out[-3000:]
     row = next(ln for ln in proc.stdout.splitlines() if ln.startswith(known))
     assert " xfail " in row and "known fault of" in row, row
 
@@ -500,8 +513,12 @@ def test_a_known_fault_is_an_expected_failure_and_keeps_the_night_green(vcluster
     assert cases[other]["result"] == "fail", cases[other]
     assert slurm_job.HUNG_AFTER_RESULTS in cases[other]["fail_reason"]
     assert "known fault" not in cases[other]["fail_reason"]
-    assert re.search(r"^2 test case\(s\), 1 failed, 1 known fault\(s\)", proc.stdout,
-                     re.M), out[-3000:]
+    assert re.search(rf"^2 test case\(s\){FIXTURES}, 1 failed, 1 known fault\(s\)",
+                     proc.stdout, re.M), out[-3000:]
+
+
+#: The summary's count of ReFrame's fixtures after the test cases, when there are any.
+FIXTURES = r"(?: \(\+\d+ fixture\(s\) .*? in all\))?"
 
 
 def _imb_cluster_session(lay: Layout, build: str, pattern: str, inject: str = "",
@@ -615,7 +632,8 @@ def test_acceptance_between_two_nodes(vcluster, buildset):
     only = [a for b in builds for a in ("--only", f"^{re.escape(b)}$")]
     proc = subprocess.run(
         [MPIMATRIX, "cluster", "run", "--dir", str(vcluster["lay"].dir), "--", "--mode",
-         "acceptance", "--requirements", str(first), "--partition", "compute$", *only],
+         "acceptance", "--requirements", str(first), "--include-disturbed", "--partition",
+         "compute$", *only],
         env=env, capture_output=True, text=True, timeout=3600)
     out = proc.stdout
     assert proc.returncode == 1, out[-4000:] + proc.stderr[-2000:]  # 8x2: not here

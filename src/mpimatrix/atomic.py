@@ -1,4 +1,5 @@
-"""Files the product writes are replaced whole, never seen half-written."""
+"""Files the product writes are replaced whole, never seen half-written, with the mode
+the umask gives a new file (a temporary file is made 0600 first)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,20 @@ from pathlib import Path
 
 #: Temporary files of writers killed this long ago are removed by the next writer.
 STALE_SECONDS = 600
+
+
+def umask() -> int:
+    """The process's umask (from /proc, else set and put back)."""
+    try:
+        with open("/proc/self/status") as fp:
+            for line in fp:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
@@ -26,6 +41,7 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as fp:
+            os.fchmod(fp.fileno(), 0o666 & ~umask())
             fp.write(text)
             fp.flush()
             os.fsync(fp.fileno())

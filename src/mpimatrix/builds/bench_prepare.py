@@ -12,9 +12,18 @@ from the cache by later sessions.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+from ..paths import offline_kit
 from .bench_download import DOWNLOAD_ENV, downloaded, downloads_enabled, fetch, release_url
-from .bench_sources import SOURCE_ENVS, SOURCES_ENV, SourceError, add_given, configured_sources
+from .bench_sources import (
+    SOURCE_ENVS,
+    SOURCES_ENV,
+    SourceError,
+    add_given,
+    configured_sources,
+    scan,
+)
 from .bench_suites import SUITES
 from .record import BuildRecord
 from .sources import load_builds
@@ -56,12 +65,13 @@ def prepare_sources(given: list[str], quiet: bool = False) -> str:
             continue
         os.environ[SOURCE_ENVS[name]] = str(path)
         del missing[name]
-    return note(missing, problems, len(bs.builds))
+    return note(missing, problems, len(bs.builds), offline_kit())
 
 
-def note(missing: dict[str, list[str]], problems: list[str], total: int) -> str:
+def note(missing: dict[str, list[str]], problems: list[str], total: int,
+         kit: Path | None = None) -> str:
     """One note for the whole session: which builds get no IMB/OSU case, why, and how
-    to give sources."""
+    to give sources (the offline kit beside the project, if there is one)."""
     if not missing:
         return ""
     parts = [f"{SUITES[n].label} on " + ("every build" if len(names) == total
@@ -73,4 +83,7 @@ def note(missing: dict[str, list[str]], problems: list[str], total: int) -> str:
     lines.append("  add sources: `mpimatrix run --sources PATH` (repeatable; an offline kit "
                  "or mirror folder, a release tarball or an unpacked source tree) or "
                  f"{SOURCES_ENV}=PATH[:PATH]")
+    if kit is not None and set(missing) & set(scan(kit)):
+        lines.append(f"  the offline kit {kit} has them: `mpimatrix run --sources {kit}` "
+                     "(./scripts/run-local.sh takes it by default)")
     return "\n".join(lines)

@@ -63,6 +63,9 @@ class BuildRecord:
     #: why the build cannot be used, when its source already knows (e.g. a Spack
     #: lock entry that is not installed); empty for a usable build
     unusable: str = ""
+    #: {suite: the command that installs it} for a suite the build's source has and
+    #: that is not installed, e.g. {"osu": "spack install /abc1234"} (the Spack row)
+    missing_benchmarks: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.pmi and self.family in FAMILIES:
@@ -122,6 +125,8 @@ class BuildRecord:
         data["prepare_cmds"] = _str_list(data.get("prepare_cmds"), f"{where}: prepare_cmds")
         data["notes"] = _str_list(data.get("notes"), f"{where}: notes")
         data["benchmarks"] = _benchmarks(data.get("benchmarks"), where)
+        data["missing_benchmarks"] = _str_map(data.get("missing_benchmarks"),
+                                              f"{where}: missing_benchmarks", keys="file")
         rec = cls(**data)
         rec.check_fields(origin)
         return rec

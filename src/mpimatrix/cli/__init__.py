@@ -10,17 +10,15 @@ from pathlib import Path
 
 from ..builds.record import BuildError
 from ..builds.sources import load_builds
-from ..paths import reports_dir
 from ..reference_file import ReferenceFileError
 from ..results.acceptance.requirements import RequirementsError, load_requirements
-from ..results.measurements import load
 from ..results.references import BlessError
-from ..results.sessions import SessionError, load_report
+from ..results.sessions import SessionError
 from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import accept, bench_build, bless, changes, cluster, diff, report, spack
+from . import accept, accept_run, bench_build, bless, changes, cluster, diff, report, spack
 from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
 
 
@@ -63,17 +61,12 @@ def cmd_install_pypi_mpis(args) -> int:
 
 
 def cmd_run(args) -> int:
-    reqs = load_requirements(Path(args.requirements)) if args.requirements else None
-    extra = accept.run_options(reqs) if reqs else []
-    rc = run_session(args.mode, args.only, [*args.reframe_args, *extra],
-                     confirm_repeats=0 if args.no_confirm or reqs else args.confirm_repeats,
-                     wait=not args.no_wait, partitions=args.partition,
-                     sources=args.sources)
-    if reqs is None or rc not in (0, 1, 4):
-        return rc
-    session = load(load_report(reports_dir() / "latest.json"))
-    print(f"\nmpimatrix: acceptance requirements {reqs.path}:")
-    return accept.evaluate(reqs, [session], reports_dir(), accept.record_name(reqs))
+    if args.requirements is None:
+        return run_session(args.mode, args.only, args.reframe_args,
+                           confirm_repeats=0 if args.no_confirm else args.confirm_repeats,
+                           wait=not args.no_wait, partitions=args.partition,
+                           sources=args.sources)
+    return accept_run.run_with_requirements(args, load_requirements(Path(args.requirements)))
 
 
 def parser() -> argparse.ArgumentParser:
@@ -111,6 +104,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--requirements", metavar="FILE",
                    help="acceptance requirements (site_config/acceptance/<system>.yaml): "
                    "measure what they need, then a verdict on each and the record")
+    s.add_argument("--include-disturbed", action="store_true",
+                   help="with --requirements: count samples other programs disturbed as any "
+                   "other (by default a verdict resting on them is at most inconclusive)")
     s.add_argument("reframe_args", nargs=argparse.REMAINDER,
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)

@@ -82,7 +82,8 @@ def cmd_bless(args) -> int:
 
 def register(sub) -> None:
     s = sub.add_parser("bless", help="write references from stored runs (5 or more)")
-    s.add_argument("--session", action="append", help="stored session UUID (repeatable)")
+    s.add_argument("--session", action="append", metavar="SESSION", help="stored session: "
+                   "UUID, its first 8 characters, `latest` or a period (repeatable)")
     s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
     s.add_argument("--since", metavar="AGE", help="the stored sessions of the last AGE (7d, "
                    "2w): a week of nightlies holds the night-to-night noise the tolerances "

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from ..results.changed_since import NO_RECORD, session_changes
+from ..results.changed_since import no_comparison, session_changes
 from ..results.measurements import load
 from ..results.sessions import SessionError
 from ..results.software_diff import MACHINE, SoftwareChange
-from ..results.software_store import software_dir
-from ..run.stored import stored_sessions
+from ..results.software_store import Store
+from ..run.selectors import parse, select_one
 
 
 def change_lines(changes: list[SoftwareChange], indent: str = "  ") -> list[str]:
@@ -23,35 +23,41 @@ def change_lines(changes: list[SoftwareChange], indent: str = "  ") -> list[str]
     return out
 
 
+def build_pattern(text: str | None) -> re.Pattern | None:
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise SessionError(f"--build {text!r} is not a regular expression ({err})") from None
+
+
 def cmd_diff(args) -> int:
-    old, new = (load(s) for s in stored_sessions([args.old, args.new]))
-    changes = session_changes(old, new)
+    parse(args.old, "OLD"), parse(args.new, "NEW")  # both checked before either is read
+    pattern = build_pattern(args.build)
+    old, new = load(select_one(args.old, "OLD")), load(select_one(args.new, "NEW"))
+    store = Store()
+    changes = session_changes(old, new, store=store)
     head = f"session {old.uuid[:8]} ({old.date} UTC) -> session {new.uuid[:8]} ({new.date} UTC)"
     if changes is None:
-        missing = [s.uuid for s in (old, new) if not s.software]
-        raise SessionError(f"{head}: {NO_RECORD} in {software_dir()} for "
-                           f"{', '.join(missing) or 'one of them'} (sessions run before "
-                           "mpimatrix kept them, or by plain `reframe -r`); compare sessions "
-                           "that `mpimatrix run` ran")
-    if args.build:
-        pattern = re.compile(args.build)
+        raise SessionError(f"{head}: nothing compared: {no_comparison(old, new, store)}")
+    if pattern is not None:
         changes = [c for c in changes if c.build == MACHINE or pattern.search(c.build)]
     print(head)
-    if not changes:
-        print("  no recorded software change")
-        return 0
-    print("\n".join(change_lines(changes)))
-    builds = {c.build for c in changes} - {MACHINE}
-    print(f"{len(changes)} change(s): {len(builds)} build(s)"
-          + (", the machine" if MACHINE in {c.build for c in changes} else ""))
+    lines = change_lines(changes) or ["  no recorded software change"]
+    print("\n".join(lines + store.damage_lines()))
+    if changes:
+        builds = {c.build for c in changes} - {MACHINE}
+        print(f"{len(changes)} change(s): {len(builds)} build(s)"
+              + (", the machine" if MACHINE in {c.build for c in changes} else ""))
     return 0
-
 
 def register(sub) -> None:
     s = sub.add_parser("diff", help="what changed in the software between two stored "
                        "sessions, per build")
-    s.add_argument("old", metavar="OLD", help="the earlier session's UUID")
-    s.add_argument("new", metavar="NEW", help="the later session's UUID")
+    s.add_argument("old", metavar="OLD", help="the earlier session: its UUID, the first 8 "
+                   "characters of it, `latest`, or a period holding one session")
+    s.add_argument("new", metavar="NEW", help="the later session (the same forms)")
     s.add_argument("--build", metavar="REGEX", help="only the builds whose name matches "
                    "(the machine's changes are always shown)")
     s.set_defaults(func=cmd_diff)

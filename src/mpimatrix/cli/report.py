@@ -3,11 +3,10 @@ stored sessions with its Markdown summary, for people and for mail or a CI log."
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 
-from ..paths import references_dir, reports_dir
+from ..paths import references_dir
 from ..reference_file import ReferenceFileError
 from ..results import references, summary
 from ..results.measurements import as_session
@@ -17,12 +16,14 @@ from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
 from ..run.nights import confirmations_of, earlier_sessions, previous_nights
 from ..site.systems import partition_prices
+from .outputs import output_dir, output_name, write_failed
 from .session_args import sessions_from_args
-
-NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 def cmd_report(args) -> int:
+    if args.html:  # where it writes, checked before anything is read
+        name = output_name(args.name) if args.name is not None else None
+        out = output_dir(args.output_dir)
     sessions = sessions_from_args(args)
     if not args.html:
         for s in sessions:
@@ -41,21 +42,21 @@ def cmd_report(args) -> int:
         prices = {**partition_prices(), **(read_prices(args.prices) if args.prices else {})}
     except (ReferenceFileError, references.BlessError, PriceError) as err:
         raise SessionError(str(err)) from None
-    name = args.name or default_name(data)
-    if not NAME.fullmatch(name):
-        raise SessionError(f"--name {name!r}: letters, digits, '.', '_' and '-' only")
+    name = name or output_name(default_name(data), "the report name")
     rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
                       baseline=args.baseline, max_trends=args.max_trends,
                       earlier=earlier_sessions(), earlier_nights=previous_nights())
-    html, md = write(Path(args.output_dir) if args.output_dir else reports_dir(), name,
-                     rep.html, rep.markdown)
+    try:
+        html, md = write(out, name, rep.html, rep.markdown)
+    except OSError as err:
+        raise write_failed(out / f"{name}.html", err) from None
     print(rep.markdown)
     print(f"report: {html} ({len(rep.plots)} plots)")
     print(f"summary: {md}")
     if args.screenshot:
         try:
             print(f"screenshot: {screenshot(html, Path(args.screenshot))}")
-        except ScreenshotError as err:
+        except (ScreenshotError, OSError) as err:
             print(f"mpimatrix report: {err}", file=sys.stderr)
             return 2
     return 0
@@ -74,9 +75,9 @@ def register(sub) -> None:
         description="Without --html: the summary table of each session. With --html: "
         "results/reports/<name>.html (plots embedded, opens without network) and "
         "<name>.md (the summary for mail or a CI log) from the sessions given.")
-    s.add_argument("--session", action="append", metavar="UUID|PERIOD",
-                   help="stored session: a UUID or a ReFrame time period such as "
-                   "now-7d:now (repeatable)")
+    s.add_argument("--session", action="append", metavar="SESSION",
+                   help="stored session: a UUID, its first 8 characters, `latest`, or a "
+                   "ReFrame time period such as now-7d:now (repeatable)")
     s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")
     s.add_argument("--since", metavar="AGE", help="the stored sessions of the last AGE "
                    "(14d, 12h, 2w): a nightly trend")

@@ -8,7 +8,13 @@
                                       (ReFrame variables, `reframe` on PATH) and the
                                       site's machine-local externals
     mpimatrix spack shims [--site S]  machine-local externals of a site overlay (Debian MPIs)
+    mpimatrix spack kit-rows          the matrix rows an offline kit's sources serve, one a
+                                      line (`| xargs -d '\\n' spack install`)
     mpimatrix spack mirror-add FILE   put a source tarball where a file:// mirror is read
+
+Each prints its next steps as commands to copy: with --kit when a kit was used, the
+kit's rows instead of the whole matrix, and this mpimatrix by a path that works
+(`.venv/bin/mpimatrix` from the project root) when `mpimatrix` is not on PATH.
 """
 
 from __future__ import annotations
@@ -44,6 +50,64 @@ from ..builds.spack.tool import (
     git_head,
     pin_report,
 )
+from ..paths import offline_kit, project_root
+
+
+# -- the next steps each command prints ------------------------------------------------------
+def mpimatrix_cmd() -> str:
+    """This mpimatrix as a hint names it: `mpimatrix` when that is what PATH finds, else
+    its path (relative when below the working directory: `.venv/bin/mpimatrix`)."""
+    exe = Path(sys.executable).absolute().parent / "mpimatrix"
+    if not exe.is_file():
+        return "mpimatrix"
+    on_path = shutil.which("mpimatrix")
+    if on_path and Path(on_path).resolve() == exe.resolve():
+        return "mpimatrix"
+    return shlex.quote(_here(exe))
+
+
+def _here(path: Path) -> str:
+    """path relative to the working directory when below it ('.' for itself)."""
+    try:
+        return str(path.absolute().relative_to(Path.cwd())) or "."
+    except ValueError:
+        return str(path)
+
+
+def kit_used(root: Path | None = None) -> bool:
+    """Whether `spack setup --kit` wrote the kit scope in this checkout."""
+    return (generated_dir(root) / "kit" / "packages.yaml").is_file()
+
+
+def _step(cmd: str, why: str = "") -> str:
+    return f"  {cmd:<40} # {why}" if why else f"  {cmd}"
+
+
+def install_lines(kit: bool) -> list[str]:
+    """`spack install` of the kit's rows (one per line), or of the whole matrix."""
+    if not kit:
+        return [_step("spack install", "the whole matrix: what the site can build or fetch")]
+    rows = [shlex.quote(r) for r in KIT_ROWS]
+    return ([f"  spack install {rows[0]} \\"]
+            + [f"                {r} \\" for r in rows[1:-1]]
+            + [f"                {rows[-1]}   # the {len(rows)} matrix rows the kit's "
+               "sources serve"])
+
+
+def next_steps(site: str, kit: Path | None, setup: bool = True) -> list[str]:
+    """From `spack setup` (when `setup`) to `reframe -r`, as commands to copy."""
+    env = shlex.quote(_here(project_root()))
+    lines = [_step(f"export {SITE_ENV}={site}", "" if "#" in site
+                   else "the site overlay under site_config/spack/")]
+    if setup:
+        lines.append(_step(f"{mpimatrix_cmd()} spack setup"
+                           + (f" --kit {shlex.quote(str(kit))}" if kit else ""),
+                           "activation, externals" + (", the kit's sources" if kit else "")))
+    lines += [_step(f"spack env activate {env}"),
+              _step("spack concretize", "once: writes spack.lock"),
+              *install_lines(kit is not None),
+              _step("reframe -r", "the quick mode on the lock's installed builds")]
+    return lines
 
 
 def cmd_locate(args) -> int:
@@ -51,7 +115,7 @@ def cmd_locate(args) -> int:
     if exe is None:
         print("mpimatrix: no Spack found (neither $SPACK_ROOT/bin/spack nor `spack` on PATH).\n"
               f"Get the pinned release (Spack {SPACK_VERSION}, builtin packages "
-              f"{PACKAGES_TAG}) with `mpimatrix spack get`, or:\n\n{get_spack_instructions()}\n\n"
+              f"{PACKAGES_TAG}) with `{_get_cmd()}`, or:\n\n{get_spack_instructions()}\n\n"
               "then see docs/spack.md (offline sites: mirror and bootstrap).",
               file=sys.stderr)
         return 1
@@ -60,13 +124,18 @@ def cmd_locate(args) -> int:
     return 0 if ok else 1
 
 
+def _get_cmd() -> str:
+    kit = offline_kit()
+    return f"{mpimatrix_cmd()} spack get" + (f" --kit {shlex.quote(str(kit))}" if kit else "")
+
+
 def cmd_get(args) -> int:
     kit = Path(args.kit).expanduser().resolve() if args.kit else None
     dest = Path(args.dest).expanduser().resolve() if args.dest else default_spack_dir()
     exe = find_spack()
     if exe is not None and not args.force:
         dest = Path(exe).resolve().parents[1]
-        print(f"Spack is already here: {exe} (`mpimatrix spack locate` checks it against "
+        print(f"Spack is already here: {exe} (`{mpimatrix_cmd()} spack locate` checks it against "
               "the pins; --force clones anyway)",
               file=sys.stderr if args.print_env else sys.stdout)
     else:
@@ -80,13 +149,15 @@ def cmd_get(args) -> int:
     if args.print_env:
         print(exports)
         return 0
-    print(f"Spack {SPACK_VERSION} in {dest}, builtin packages {PACKAGES_TAG} in "
-          f"{dest.parent / 'spack-packages'}, clingo in {python}.\nNext:\n"
-          f"  {exports.replace(chr(10), chr(10) + '  ')}\n"
-          f"  . {dest}/share/spack/setup-env.sh\n"
-          f"  export {SITE_ENV}=<site>   # a directory under site_config/spack/\n"
-          "  mpimatrix spack setup && spack env activate . && spack concretize && "
-          "spack install")
+    sites = sorted(d.name for d in overlay_dir("x").parent.iterdir() if d.is_dir())
+    site = os.environ.get(SITE_ENV) or ("debian-local" if kit else
+                                        f"<site>   # one of {', '.join(sites)} (or a copy)")
+    print("\n".join([
+        f"Spack {SPACK_VERSION} in {dest}, builtin packages {PACKAGES_TAG} in "
+        f"{dest.parent / 'spack-packages'}, clingo in {python}.", "Next:",
+        *(f"  {line}" for line in exports.splitlines()),
+        _step(f". {shlex.quote(str(dest))}/share/spack/setup-env.sh", "Spack in this shell"),
+        *next_steps(site, kit)]))
     return 0
 
 
@@ -119,21 +190,22 @@ def cmd_setup(args) -> int:
             print(f"mpimatrix spack setup: {err}", file=sys.stderr)
             return 2
     out = write_activation()
-    install = ("spack install " + " ".join(shlex.quote(r) for r in KIT_ROWS)
-               + "\n      # the matrix rows the kit's sources serve") if args.kit else \
-        "spack install                          # what the site can build/fetch"
-    print(f"wrote {out}/env_vars.yaml and {out}/bin/reframe\nNext (site {site}):\n"
-          f"  export {SITE_ENV}={site}\n  spack env activate .\n"
-          "  spack concretize                       # once: writes spack.lock\n"
-          f"  {install}\n"
-          "  reframe -r                             # the quick mode on the lock's builds")
+    kit = Path(args.kit).expanduser().resolve() if args.kit else None
+    get = f"{mpimatrix_cmd()} spack get" + (f" --kit {shlex.quote(str(kit))}" if kit else "")
+    print("\n".join([
+        f"wrote {out}/env_vars.yaml and {out}/bin/reframe", f"Next (site {site}):",
+        f'  eval "$({get} --print-env)"; . "$SPACK_ROOT/share/spack/setup-env.sh"'
+        "   # Spack in this shell",
+        *next_steps(site, kit, setup=False)]))
     return 0
 
 
 # -- `reframe` in the activated environment ------------------------------------------------
-NO_LOCK_FIX = ("make it in the activated environment: `spack concretize` (writes "
-               "spack.lock), then `spack install`; or `spack env deactivate` to run on the "
-               "MPIs this machine has")
+def no_lock_fix() -> str:
+    install = (f"`{mpimatrix_cmd()} spack kit-rows | xargs -d '\\n' spack install` (the rows "
+               "the kit's sources serve)" if kit_used() else "`spack install`")
+    return ("make it in the activated environment: `spack concretize` (writes spack.lock), "
+            f"then {install}; or `spack env deactivate` to run on the MPIs this machine has")
 
 
 def _mode_in(argv: list[str]) -> str | None:
@@ -171,7 +243,7 @@ def reframe_main(argv: list[str]) -> int:
         return 127  # not reached
     lock = None if os.environ.get("MPIMATRIX_BUILDS") else lock_path_from_env()
     if lock is not None and not lock.is_file():
-        print(f"reframe (mpimatrix): no Spack lock {lock}: {NO_LOCK_FIX}", file=sys.stderr)
+        print(f"reframe (mpimatrix): no Spack lock {lock}: {no_lock_fix()}", file=sys.stderr)
         return 1
     mode = _mode_in(argv) or "quick"
     if "-r" in argv or "--run" in argv:
@@ -179,6 +251,11 @@ def reframe_main(argv: list[str]) -> int:
     rest = argv if _mode_in(argv) else [f"--mode={mode}", *argv]
     os.execv(reframe_exe(), [reframe_exe(), *rest])
     return 127  # not reached
+
+
+def cmd_kit_rows(args) -> int:
+    print("\n".join(KIT_ROWS))
+    return 0
 
 
 def cmd_mirror_add(args) -> int:
@@ -229,6 +306,10 @@ def register(sub) -> None:
     s.add_argument("--site", help=f"overlay under site_config/spack (default ${SITE_ENV}, "
                    "else debian-local)")
     s.set_defaults(func=cmd_shims)
+
+    s = ssub.add_parser("kit-rows", help="the matrix rows an offline kit's sources serve, "
+                        "one a line: `... | xargs -d '\\n' spack install` installs them")
+    s.set_defaults(func=cmd_kit_rows)
 
     s = ssub.add_parser("mirror-add", help="copy a source tarball into a file:// mirror "
                         "at the path Spack reads")

@@ -13,20 +13,40 @@ from .gate import PASS, REGRESSION, Judgement, judge
 from .measurements import Session, load, with_references
 from .policy import DEFAULT_POLICY, GatePolicy
 from .software_diff import SoftwareChange, changes_for, software_changes
-from .software_store import stored_lock, stored_software
+from .software_store import REWRITE, Store, software_dir
 
 NO_RECORD = "no software record"
 
 
-def session_changes(old: Session, new: Session, results: Path | None = None
-                    ) -> list[SoftwareChange] | None:
-    """Every software change from `old` to `new`; None when either session has no
-    software record in the store (run before it kept them, or by plain `reframe -r`)."""
-    a = stored_software(old.software, results)
-    b = stored_software(new.software, results)
+def session_changes(old: Session, new: Session, results: Path | None = None,
+                    store: Store | None = None) -> list[SoftwareChange] | None:
+    """Every software change from `old` to `new`; None when either session's software
+    record is not in the store, or is damaged (`no_comparison` says which; `store`
+    collects the damage found)."""
+    store = store or Store(results)
+    a = store.software(old.software)
+    b = store.software(new.software)
     if a is None or b is None:
         return None
-    return software_changes(a, b, lambda sha: stored_lock(sha, results))
+    return software_changes(a, b, store.lock)
+
+
+def no_comparison(old: Session, new: Session, store: Store) -> str:
+    """Why the software of two sessions cannot be compared (after session_changes)."""
+    out = []
+    for s in {s.uuid: s for s in (old, new)}.values():
+        path = software_dir(store.results) / f"{s.software}.json"
+        if not s.software:
+            out.append(f"session {s.uuid[:8]} names {NO_RECORD} (run before mpimatrix kept "
+                       "them, or by plain `reframe -r`)")
+        elif str(path) in store.damage:
+            out.append(f"the software record of session {s.uuid[:8]} is damaged: {path} "
+                       f"({store.damage[str(path)]}); {REWRITE}")
+        elif not path.is_file():
+            out.append(f"the software record {s.software} of session {s.uuid[:8]} is not in "
+                       f"{software_dir(store.results)} (removed, or kept in another results "
+                       "store)")
+    return "; ".join(out) or f"{NO_RECORD} for one of the two sessions"
 
 
 @dataclass(frozen=True)
@@ -35,6 +55,7 @@ class ChangedSince:
     since: Session | None  # the last earlier session where the build passed
     changes: tuple[SoftwareChange, ...] | None  # None: a session without a record
     looked_at: int = 0  # earlier sessions looked at
+    why: str = ""  # why changes is None
 
     def heading(self) -> str:
         """One sentence: since when, and whether anything in the software changed."""
@@ -44,7 +65,7 @@ class ChangedSince:
         at = f"session {self.since.uuid[:8]} ({self.since.date} UTC)"
         if self.changes is None:
             return (f"changed since {at}, the last where these values passed: unknown "
-                    f"({NO_RECORD} for one of the two sessions)")
+                    f"({self.why or NO_RECORD + ' for one of the two sessions'})")
         if not self.changes:
             return (f"no recorded software change since {at}, the last where these values "
                     "passed: look at the machine")
@@ -94,12 +115,14 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
                 yield judged_before[-1]
 
     out = []
+    store = Store(results)
     for build, keys in regressed.items():
         since = next((prev for prev, j in candidates()
                       if _passed(j, build, keys, build in whole)), None)
-        changes = None
+        changes, why = None, ""
         if since is not None:
-            every = session_changes(since, session, results)
+            every = session_changes(since, session, store=store)
             changes = tuple(changes_for(every, build)) if every is not None else None
-        out.append(ChangedSince(build, since, changes, len(judged_before)))
+            why = "" if every is not None else no_comparison(since, session, store)
+        out.append(ChangedSince(build, since, changes, len(judged_before), why))
     return out

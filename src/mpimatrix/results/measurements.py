@@ -287,6 +287,20 @@ class Session:
     def counts(self) -> dict[str, int]:
         return dict(Counter(c.result for c in self.cases))
 
+    @property
+    def passed_fixtures(self) -> Counter:
+        """The fixtures left out of `cases` (those that passed), per kind: ReFrame counts
+        them as test cases too ("Ran 109/109 test case(s)" for 98 cases and 11 of these)."""
+        return Counter(fixture_kind(tc) for run in self.raw.get("runs") or []
+                       for tc in run.get("testcases") or []
+                       if tc.get("fixture") and tc.get("result") == "pass")
+
+
+def fixture_kind(tc: dict) -> str:
+    """What a fixture test case did: 'probe' (ProbeBuild), else 'bench' (a build of OSU or
+    IMB for a build without one)."""
+    return "probe" if str(tc.get("name", "")).startswith("ProbeBuild") else "bench"
+
 
 def load(data: dict) -> Session:
     """The typed records of a ReFrame session report."""

@@ -65,9 +65,9 @@ def _without_install_paths(build: dict) -> dict:
 
 
 def build_changes(name: str, old: dict, new: dict,
-                  lock: Callable[[str], Lock | None]) -> list[str]:
+                  lock: Callable[[str], Lock | str | None]) -> list[str]:
     """What changed in one build between two software records (lock: sha256 -> the
-    stored Spack lock, or None)."""
+    stored Spack lock, None when the store lacks it, or why it cannot be used)."""
     old, new = _without_install_paths(old), _without_install_paths(new)
     out = _mapping("", old.get("record") or {}, new.get("record") or {})
     out += [f"environment {t}" for t in _mapping("", old.get("env") or {},
@@ -84,7 +84,8 @@ def build_changes(name: str, old: dict, new: dict,
     return out
 
 
-def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]) -> list[str]:
+def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
+                  ) -> list[str]:
     """The build's dependency graph in the old lock against the new one (`old`, `new`:
     the build's software records): packages added or removed, and each fact (version,
     variant, flags, compiler, external prefix, recipe) that differs."""
@@ -95,13 +96,16 @@ def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]) -> l
         return [f"Spack lock: {'added' if sn else 'removed'}"]
     if so == sn:
         return []
-    locks = lock(so.get("lock", "")), lock(sn.get("lock", ""))
-    if None in locks:
-        missing = [s[:12] for s, lk in zip((so.get("lock", ""), sn.get("lock", "")), locks,
-                                           strict=True) if lk is None]
-        return [f"Spack lock {so.get('lock', '')[:12]} -> {sn.get('lock', '')[:12]}: "
-                f"lock {', '.join(missing)} is not in the results store, so what changed "
-                "in it cannot be said"]
+    shas = str(so.get("lock", "")), str(sn.get("lock", ""))
+    locks = lock(shas[0]), lock(shas[1])
+    if not all(isinstance(lk, Lock) for lk in locks):
+        missing = [s[:12] for s, lk in zip(shas, locks, strict=True) if lk is None]
+        damaged = [f"lock {s[:12]} {lk}" for s, lk in zip(shas, locks, strict=True)
+                   if isinstance(lk, str)]
+        why = damaged + ([f"lock {', '.join(missing)} is not in the results store"]
+                         if missing else [])
+        return [f"Spack lock {shas[0][:12]} -> {shas[1][:12]}: {'; '.join(why)}, so what "
+                "changed in it cannot be said"]
     dags = []
     for lk, spack, rec in zip(locks, (so, sn), (old, new), strict=True):
         compiler = (rec.get("record") or {}).get("compiler", "")
@@ -130,7 +134,7 @@ def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]) -> l
     return out
 
 
-def software_changes(old: dict, new: dict, lock: Callable[[str], Lock | None]
+def software_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
                      ) -> list[SoftwareChange]:
     """Every change between two sessions' software records: the machine's first, then
     each build's (a build in one record only is added or removed)."""

@@ -123,6 +123,20 @@ def regression_lines(judged: Judgement, changed: list[ChangedSince] | None = Non
     return [ln for build, lines in by_build.items() for ln in (*lines, *notes.get(build, ()))]
 
 
+def fixtures_text(session: Session) -> str:
+    """' (+11 fixtures: ...)': the passed fixtures ReFrame counts among its test cases
+    and the table leaves out ('' when there are none)."""
+    kinds = session.passed_fixtures
+    if not kinds:
+        return ""
+    what = ", ".join(f"{n} {label}" for kind, label in (("bench", "build(s) of OSU/IMB"),
+                                                        ("probe", "probe build(s)"))
+                     if (n := kinds.get(kind)))
+    n = sum(kinds.values())
+    return (f" (+{n} fixture(s) ReFrame counts as test cases too: {what}; "
+            f"{len(session.cases) + n} in all)")
+
+
 def format_table(session: Session | dict, judged: Judgement | None = None,
                  width: int = 200, changed: list[ChangedSince] | None = None) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
@@ -147,8 +161,8 @@ def format_table(session: Session | dict, judged: Judgement | None = None,
     known = sum(r[RESULT] == "xfail" for r in data)
     gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
     lines.append("")
-    lines.append(f"{len(data)} test case(s), {f} failed, {known} known fault(s) (expected "
-                 f"failures); {len(results)} performance "
+    lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {f} failed, {known} "
+                 f"known fault(s) (expected failures); {len(results)} performance "
                  f"value(s), {gated} gated, {len(judged.regressions)} "
                  f"regression(s), {len(judged.watched)} on watch; session {session.uuid}")
     return "\n".join(lines)

@@ -15,7 +15,9 @@ A build whose PMI cannot go through srun reliably is launched with
 from __future__ import annotations
 
 import os
+import re
 import shlex
+from pathlib import Path
 
 from reframe.core.backends import register_launcher
 from reframe.core.exceptions import ConfigError
@@ -65,6 +67,62 @@ def srun_plugin(build: BuildRecord) -> tuple[str, str]:
             and mpich_base_version(build) >= (4, 1):
         return "", SRUN_PMI1_LINE_NOTE
     return SRUN_PLUGIN_OF_PMI[build.pmi], ""
+
+
+# Open MPI 4.x makes a one-sided window (MPI_Win_allocate, MPI_Win_create) with the
+# first osc component that takes it: rdma needs a BTL with put, get and atomics, and the
+# TCP BTL has put only (4.x osc/rdma cannot fall back to active messages: its "alternate
+# BTLs" came with 5.0); sm needs all ranks on one node; ucx needs UCX, and with UCX 1.13
+# over TCP it fails its atomics (OSU cas/fop -c: "UCX ERROR invalid atomic operation
+# datatype", data validation FAILED, ~10 ms a call); pt2pt works over any pml. Debian's
+# /etc/openmpi/openmpi-mca-params.conf (openmpi-bin 4.1.4-3) sets `osc = ^ucx,pt2pt`, so
+# between nodes over TCP none is left: MPI_Win_allocate fails with "MPI_ERR_WIN: invalid
+# window", as IMB-RMA and the OSU one-sided benchmarks did on the emulated cluster.
+# Jobs of an Open MPI 4.x whose MCA defaults exclude pt2pt allow it again, keeping the
+# file's other exclusions: within a node rdma and sm still take the window first,
+# between nodes pt2pt does (the one-sided benchmarks then pass between nodes, validation
+# included). A user's own OMPI_MCA_osc (in the environment or the build record) wins.
+OSC_VAR = "OMPI_MCA_osc"
+
+
+def mca_params_file(build: BuildRecord) -> Path:
+    """The system MCA defaults an Open MPI reads: <sysconfdir>/openmpi-mca-params.conf,
+    /etc/openmpi for the distribution's package (its mpirun resolves to /usr/bin, found
+    on the machine or as a Spack external), <prefix>/etc for a build of its own."""
+    launcher = Path(build.launcher)
+    if launcher.is_absolute() and launcher.resolve().parent == Path("/usr/bin"):
+        return Path("/etc/openmpi/openmpi-mca-params.conf")
+    return Path(build.prefix) / "etc" / "openmpi-mca-params.conf"
+
+
+def osc_setting(text: str) -> str | None:
+    """The `osc = ...` value of an MCA parameter file (the last one), None without."""
+    value = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"\s*osc\s*=\s*(\S*)\s*", line.split("#", 1)[0])
+        if m:
+            value = m.group(1)
+    return value
+
+
+def rank_env(build: BuildRecord) -> dict[str, str]:
+    """Variables every job of this build sets for its ranks (see the comment above)."""
+    if build.family != "openmpi" or version_tuple(build.version)[:1] != (4,) \
+            or OSC_VAR in build.env or OSC_VAR in os.environ:
+        return {}
+    try:
+        setting = osc_setting(mca_params_file(build).read_text())
+    except OSError:  # no such file (Open MPI's defaults: every component) or unreadable
+        return {}
+    if not setting:
+        return {}
+    names = [n for n in setting.lstrip("^").split(",") if n]
+    if setting.startswith("^"):
+        if "pt2pt" not in names:
+            return {}
+        rest = [n for n in names if n != "pt2pt"]
+        return {OSC_VAR: "^" + ",".join(rest) if rest else ""}  # "" = every component
+    return {} if "pt2pt" in names else {OSC_VAR: ",".join([*names, "pt2pt"])}
 
 
 def own_launcher_argv(build: BuildRecord, placement: Placement, bind: bool = False

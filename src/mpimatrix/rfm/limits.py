@@ -1,7 +1,14 @@
 """What a check does about the machine's limits: oversubscribed layouts, a per-build
 hang budget, jobs that would pend too long, and which partitions run benchmarks.
-The base of BuildCheck, which provides `build`, `main_placement`, `results_complete` and
-`forget_parsed_output`."""
+
+A check defines nothing here; a check of the launch itself sets `checks_launch = True`
+(class body). The modes set the variables (-S). Uses `build` (provenance.py),
+`main_placement` (launching.py), `results_complete` and `forget_parsed_output`
+(output.py). Hooks (the first of BuildCheck's in their phases): post-setup
+`apply_partition_limits` (oversubscribed, the partition's max_pending_time); pre-run
+`watch_for_a_hang_after_results` (the scheduler's output watch, squeue_all.py) and
+`keep_within_hang_budget` (the time limit the build's hang budget leaves).
+`limit_partitions()` is for `place_ranks` (launching.py, post-init)."""
 
 from __future__ import annotations
 
@@ -41,7 +48,7 @@ class MachineLimits(rfm.RegressionTestPlugin):
         return hosting
 
     @run_after("setup")
-    def _machine_limits(self):
+    def apply_partition_limits(self):
         part = self.current_partition
         self.oversubscribed = oversubscribes(part, self.main_placement)
         pending = part.extras.get("max_pending_time")
@@ -49,7 +56,7 @@ class MachineLimits(rfm.RegressionTestPlugin):
             self.max_pending_time = pending  # e.g. the emulated cluster: minutes, not days
 
     @run_before("run")
-    def _cancel_a_hang_after_results(self):
+    def watch_for_a_hang_after_results(self):
         watch = getattr(self.job.scheduler, "watch_output", None)  # rfm/squeue_all.py
         if watch is not None:
             watch(self.job, self.output_complete_now)
@@ -63,7 +70,7 @@ class MachineLimits(rfm.RegressionTestPlugin):
             self.forget_parsed_output()
 
     @run_before("run")
-    def _within_hang_budget(self):
+    def keep_within_hang_budget(self):
         local = self.current_partition.scheduler.registered_name == "local"
         self.time_limit = budget.time_limit(self.build.name, self.hang_budget,
                                             self.time_limit, unit=1 if local else 60)

@@ -1,20 +1,42 @@
-"""Performance variables from a catalogue entry (IMB, OSU): the check's `bench`
-has `metrics`, the check's `metric_value(metric)` reads one from its parsed output."""
+"""Performance variables from a catalogue entry (IMB, OSU: suites/*/catalogue.py).
+
+A catalogue check (reframe_checks/imb.py, osu.py) defines:
+
+- `bench` (required variable), by the end of the init phase: its catalogue entry, whose
+  `metrics` become the performance variables and `binary` names the program;
+- `metric_value(metric)` (abstract method), for the performance phase: the metric's
+  value in the parsed output (`parsed`, output.py), None when the output lacks it.
+
+Hooks: post-setup `record_metric_info` (the metrics' units and sizes into `perf_info`,
+references.py); pre-performance `set_perf_variables` (one performance variable per
+metric; a missing value fails the test case: "no <metric> in the output of <binary>").
+"""
 
 from __future__ import annotations
 
+import abc
+
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import run_after, run_before
+from reframe.core.builtins import run_after, run_before, variable
+
+from .output import CheckMeta
 
 
-class CataloguePerformance(rfm.RegressionTestPlugin):
+class CataloguePerformance(rfm.RegressionTestPlugin, metaclass=CheckMeta):
+    #: The catalogue entry of this test case's benchmark (not logged: its name is).
+    bench = variable(object, loggable=False)
+
+    @abc.abstractmethod
+    def metric_value(self, metric):
+        """The metric's value in the parsed output, None when it lacks it."""
+
     @run_after("setup")
-    def _record_metric_info(self):
+    def record_metric_info(self):
         self.record_metrics(self.bench.metrics)
 
     @run_before("performance")
-    def _perf_variables(self):
+    def set_perf_variables(self):
         for m in self.bench.metrics:
             self.perf_variables[m.name] = sn.make_performance_function(
                 self._checked_metric_value, m.unit, m)

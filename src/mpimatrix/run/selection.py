@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from ..builds.bench_sources import SOURCE_ENVS
 from ..builds.sources import BuildSet, load_builds
 from ..rfm.fixtures import OSU_SOURCE_ENV
 from ..site.config import all_systems
@@ -79,15 +80,43 @@ def ignored_under_mode(args: list[str]) -> str:
 
 
 def osu_note(bs: BuildSet | None = None) -> str:
-    """Why some or all builds get no OSU test case ('' when every build has OSU)."""
+    """Why some or all builds get no OSU test case, and how to get one ('' when every
+    build has OSU). Spack builds whose benchmarks the lock has but Spack has not
+    installed (OSU or IMB) are named apart, with the `spack install` of their rows."""
     bs = bs or load_builds()
-    if os.environ.get(OSU_SOURCE_ENV):
-        return ""  # the OsuFromSource fixture builds it for every build
-    without = [b.name for b in bs.builds if "osu" not in b.benchmarks]
-    if not without:
-        return ""
-    how = ("build it once: `mpimatrix osu-build --source <osu-micro-benchmarks tarball or "
-           f"tree>`, or set {OSU_SOURCE_ENV}")
-    if len(without) == len(bs.builds):
-        return f"OSU: no test case: no build has the OSU Micro-Benchmarks; {how}"
-    return f"OSU: no test case for {', '.join(without)} (no OSU install); {how}"
+    from_source = {s for s, var in SOURCE_ENVS.items() if os.environ.get(var)}
+    rows: dict[str, dict[str, str]] = {}  # build: {suite: command}, Spack rows to install
+    for b in bs.builds:
+        todo = {s: c for s, c in (getattr(b, "missing_benchmarks", None) or {}).items()
+                if s not in from_source}
+        if todo:
+            rows[b.name] = todo
+    lines = [spack_rows_note(rows)] if rows else []
+    if "osu" not in from_source:  # else the OsuFromSource fixture builds it for every build
+        without = [b.name for b in bs.builds if "osu" not in b.benchmarks
+                   and "osu" not in rows.get(b.name, {})]
+        how = ("build it once: `mpimatrix osu-build --source <osu-micro-benchmarks tarball "
+               f"or tree>`, or set {OSU_SOURCE_ENV}")
+        if bs.source.startswith("lock:"):
+            how = ("their rows of spack.yaml have none: drop `~osu` from them, then "
+                   "`spack concretize` and `spack install` the rows")
+        if without and len(without) == len(bs.builds):
+            lines.append(f"OSU: no test case: no build has the OSU Micro-Benchmarks; {how}")
+        elif without:
+            lines.append(f"OSU: no test case for {', '.join(without)} (no OSU install); {how}")
+    return "\n".join(lines)
+
+
+def spack_rows_note(rows: dict[str, dict[str, str]]) -> str:
+    """One line: the Spack builds whose OSU/IMB are not installed, and the `spack install`
+    of their rows (the mpimatrix-benchmarks root of each MPI and compiler)."""
+    labels = {"osu": "OSU", "imb": "IMB"}
+    suites = sorted({s for todo in rows.values() for s in todo})
+    cmds = list(dict.fromkeys(c for todo in rows.values() for c in todo.values()))
+    spack = [c.removeprefix("spack install ") for c in cmds if c.startswith("spack install ")]
+    cmds = [f"spack install {' '.join(spack)}"] * bool(spack) + [
+        c for c in cmds if not c.startswith("spack install ")]
+    return (f"{'/'.join(labels.get(s, s) for s in suites)}: no test case for "
+            f"{', '.join(rows)}: the lock has the benchmarks, Spack has not installed them; "
+            f"install their rows (mpimatrix-benchmarks for that MPI and compiler) in the "
+            f"activated environment: {'; '.join(f'`{c}`' for c in cmds)}")

@@ -50,7 +50,7 @@ from .selection import (
     select_partitions,
     setvar_args,
 )
-from .stored import stored_sessions
+from .selectors import stored_sessions
 
 OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
 INTERRUPTED = 128  # + the signal's number
@@ -78,8 +78,14 @@ def session_extras(extra: dict[str, str] | None = None) -> str:
     if bs.lock_sha256:
         extras["spack_lock"] = bs.lock_sha256
     locks = [Path(bs.source.partition(":")[2])] if bs.source.startswith("lock:") else []
+    problems: list[str] = []
     with guard(software_dir()):
-        extras["software"] = store_software(software_of(bs.builds), locks)
+        extras["software"] = store_software(software_of(bs.builds), locks, problems=problems)
+    for p in problems:
+        print(f"mpimatrix: WARNING: the software record could not be kept: {p}; the "
+              "session runs and is stored without it (`mpimatrix diff` and the REGRESSION "
+              "lines cannot say what changed in its software): make the store writable",
+              flush=True)
     if bs.skipped:  # ReFrame splits the extras at commas
         extras["skipped_builds"] = " | ".join(
             f"{s.name}: {s.reason}" for s in bs.skipped).replace(",", ";")

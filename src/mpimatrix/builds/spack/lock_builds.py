@@ -106,6 +106,7 @@ def builds_from_lock(path: str | os.PathLike, *, spack: str | bool | None = True
             prefixes = installed_prefixes_db(Path(os.environ[STORE_ENV]))
 
     root_hashes = {r.get("hash") for r in lock.roots}
+    rows = _rows_of(lock)
     benches_of: dict[str, list[Node]] = {}
     for node in lock.nodes.values():
         if node.name in BENCHMARK_SUITES:
@@ -125,14 +126,31 @@ def builds_from_lock(path: str | os.PathLike, *, spack: str | bool | None = True
         if not groups:
             groups[compiler_spec(comp)] = (comp, [])
         for tc, members in groups.values():
-            records.append(_record(lock, mpi, tc, members, prefixes, spack_exe, lookup_error))
+            records.append(_record(lock, mpi, tc, members, prefixes, spack_exe, lookup_error,
+                                   rows))
     _unique_names(records)
     return records, lock.sha256
 
 
+def _rows_of(lock: Lock) -> dict[str, str]:
+    """{hash: the root of the matrix row it belongs to} for the roots and their direct
+    dependencies: a benchmark's row is the mpimatrix-benchmarks root above it (or the
+    benchmark itself, when it is a root)."""
+    out: dict[str, str] = {}
+    for r in lock.roots:
+        h = r.get("hash", "")
+        if h in lock.nodes:
+            for dep, _, _ in lock.nodes[h].deps():
+                out.setdefault(dep, h)
+    for r in lock.roots:  # a root is its own row
+        if r.get("hash") in lock.nodes:
+            out[r["hash"]] = r["hash"]
+    return out
+
+
 def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
-            prefixes: dict[str, str], spack_exe: str | None, lookup_error: str
-            ) -> BuildRecord:
+            prefixes: dict[str, str], spack_exe: str | None, lookup_error: str,
+            rows: dict[str, str]) -> BuildRecord:
     family = MPI_FAMILIES[mpi.name]
     fabric, tags = fabric_of(mpi, family)
     if mpi.is_external:
@@ -162,8 +180,11 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
     else:
         prefix = prefixes.get(mpi.hash, "")
         if not prefix:
+            # the row's root installs the MPI with its benchmarks (one root: the bundle)
+            row = {rows.get(b.hash, "") for b in benches}
+            target = row.pop() if len(row) == 1 and "" not in row else mpi.hash
             why = lookup_error or (
-                f"not installed (`spack install /{mpi.hash[:7]}`)" if spack_exe or prefixes
+                f"not installed (`spack install /{target[:7]}`)" if spack_exe or prefixes
                 else f"not located: Spack not found (SPACK_ROOT/PATH) and {STORE_ENV} "
                 f"{'empty' if STORE_ENV in os.environ else 'unset'}")
             unusable = why
@@ -187,6 +208,7 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
         env["LD_LIBRARY_PATH"] = f"{literal(str(root / 'lib'))}:$LD_LIBRARY_PATH"
 
     bench_installs: dict[str, BenchmarkInstall] = {}
+    missing: dict[str, str] = {}
     for b in benches:
         suite = BENCHMARK_SUITES[b.name]
         if suite in bench_installs:
@@ -195,7 +217,9 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
             continue
         bprefix = prefixes.get(b.hash, "")
         if not bprefix:
-            notes.append(f"{suite}: {b.name}@{b.version} /{b.hash[:7]} not installed")
+            missing[suite] = f"spack install /{rows.get(b.hash, b.hash)[:7]}"
+            notes.append(f"{suite}: {b.name}@{b.version} /{b.hash[:7]} not installed "
+                         f"(`{missing[suite]}`)")
             continue
         bin_dir = (Path(bprefix) / "libexec" / "osu-micro-benchmarks" if suite == "osu"
                    else Path(bprefix) / "bin")
@@ -213,7 +237,8 @@ def _record(lock: Lock, mpi: Node, tc: Node | None, benches: list[Node],
         launcher_style=fam.launcher_style, compiler=compiler_spec(tc), fabric=fabric,
         pmi=pmi_of(mpi, family), env=env, prepare_cmds=prepare, benchmarks=bench_installs,
         spec=spec_string(lock, mpi), dag_hash=mpi.hash, lock_sha256=lock.sha256, notes=notes,
-        unusable=unusable,
+        unusable=unusable, missing_benchmarks={s: c for s, c in missing.items()
+                                               if s not in bench_installs},
     )
 
 

@@ -19,6 +19,7 @@ from ...atomic import atomic_write
 from ..measurements import Session
 from ..report.figures import PALETTE, to_plot
 from .requirements import Requirements
+from .scope import Scope
 from .verdicts import INCONCLUSIVE, MET, NOT_MET, RequirementVerdict, samples_needed
 
 CLASS = {MET: "met", NOT_MET: "not-met", INCONCLUSIVE: "inconclusive"}
@@ -58,8 +59,29 @@ def plot(rv: RequirementVerdict) -> dict | None:
     return {"title": title, "uri": to_plot(fig, req.name, title, title).uri}
 
 
+def load_text(session: Session, scope: Scope) -> str:
+    """The machine load recorded for a session, as the record and the verdicts say it."""
+    load = scope.loads.get(session.uuid)
+    if load is None:
+        return "not recorded (a session `mpimatrix run` did not run)"
+    return f"{'DISTURBED: ' if load.disturbed else 'quiet: '}{load.text}"
+
+
+def disturbance_note(sessions: list[Session], scope: Scope) -> str:
+    """One sentence on the disturbed sessions ('' when none was)."""
+    bad = [s.uuid[:8] for s in sessions if scope.disturbed(s.uuid)]
+    if not bad:
+        return ""
+    if scope.include_disturbed:
+        return (f"Other programs disturbed session(s) {', '.join(bad)}; their samples are "
+                "counted as the others' at the user's request (--include-disturbed).")
+    return (f"Other programs disturbed session(s) {', '.join(bad)}: a verdict resting on "
+            "their samples is at most inconclusive; measure again on a quiet machine.")
+
+
 def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: list[Session],
-            references: list[Path]) -> dict:
+            references: list[Path], scope: Scope | None = None) -> dict:
+    scope = scope or Scope()
     rows = []
     for rv in verdicts:
         req = rv.requirement
@@ -95,16 +117,19 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
         "rows": rows, "plots": [p for p in map(plot, verdicts) if p],
         "builds": sorted(builds.values(), key=lambda b: b["name"]),
         "sessions": [{"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
-                      "software": s.software or "-"} for s in sessions],
+                      "software": s.software or "-", "load": load_text(s, scope),
+                      "disturbed": bool(scope.disturbed(s.uuid))} for s in sessions],
+        "disturbance": disturbance_note(sessions, scope),
         "references": [{"path": str(p), "sha": hashlib.sha256(p.read_bytes()).hexdigest()}
                        for p in references if p.is_file()],
     }
 
 
 def write_record(reqs: Requirements, verdicts: list[RequirementVerdict],
-                 sessions: list[Session], out: Path, references: list[Path]) -> Path:
+                 sessions: list[Session], out: Path, references: list[Path],
+                 scope: Scope | None = None) -> Path:
     """The record's HTML page at `out`."""
-    atomic_write(out, PAGE.render(**context(reqs, verdicts, sessions, references)))
+    atomic_write(out, PAGE.render(**context(reqs, verdicts, sessions, references, scope)))
     return out
 
 

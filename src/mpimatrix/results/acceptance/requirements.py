@@ -14,9 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from ...placement import placement_named
+from ...strict_yaml import StrictYamlError, load_yaml
 from ...suites.imb.catalogue import CATALOGUE as IMB_CATALOGUE
 from ...suites.imb.catalogue import SIZES as IMB_SIZES
 from ...suites.osu.catalogue import BY_NAME as OSU_BY_NAME
@@ -38,6 +37,9 @@ UNITS = {"ns": ("us", 1e-3), "us": ("us", 1.0), "µs": ("us", 1.0), "ms": ("us",
 OSU_MAX_SIZE = 64 * MiB
 _BOUND = re.compile(r"^\s*(<=|>=|≤|≥)\s*([0-9.]+(?:[eE][-+]?\d+)?)\s*(\S+)\s*$")
 _SIZE = re.compile(r"^\s*(\d+)\s*(B|KiB|MiB|GiB)?\s*$")
+#: A requirements file holds tens of requirements (example.yaml: 4 KiB); read no more.
+MAX_BYTES = 256 << 10
+SYSTEM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 class RequirementsError(Exception):
@@ -256,13 +258,9 @@ def _requirement(raw, i: int, path: Path, default_conf: float) -> Requirement:
 def load_requirements(path: Path) -> Requirements:
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise RequirementsError(f"{path}: cannot read the requirements file: "
-                                f"{err.strerror}; write one from "
-                                "site_config/acceptance/example.yaml") from None
-    except yaml.YAMLError as err:
-        raise RequirementsError(f"{path}: not valid YAML ({err})") from None
+        data = load_yaml(path, MAX_BYTES, "requirements file")
+    except StrictYamlError as err:
+        raise RequirementsError(f"{err} (see site_config/acceptance/example.yaml)") from None
     if not isinstance(data, dict) or not isinstance(data.get("requirements"), list) \
             or not data["requirements"]:
         raise RequirementsError(f"{path}: no `requirements:` list; see "
@@ -274,4 +272,9 @@ def load_requirements(path: Path) -> Requirements:
     if twice:
         raise RequirementsError(f"{path}: requirement names {twice} are used twice; name "
                                 "each once")
-    return Requirements(path, str(data.get("system") or path.stem), reqs)
+    system = data.get("system") or path.stem
+    if not isinstance(system, str) or not SYSTEM_NAME.fullmatch(system):
+        raise RequirementsError(f"{path}: system {system!r} is not a ReFrame system name "
+                                "(letters, digits, '.', '_' and '-'): name the system the "
+                                "requirements are for, as `mpimatrix report` shows it")
+    return Requirements(path, system, reqs)

@@ -13,17 +13,20 @@ keeps that at or above the confidence asked. Against the bound the interval says
   the figure is too close to call) -- never a coin toss on the median alone.
 
 A requirement on several builds: every build a plain pattern matches must meet it; of
-a `one_of` pattern's builds at least one must.
+a `one_of` pattern's builds at least one must. Only the test cases of the requirements'
+system count; a build's verdict that rests on samples of a session other programs
+disturbed is inconclusive (unless the user includes them: Scope.include_disturbed).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..measurements import Session
 from .requirements import Requirement, Requirements
+from .scope import Scope, not_run_reason, system_reason, unmeasurable
 
 MET, NOT_MET, INCONCLUSIVE, UNMEASURED = "met", "not met", "inconclusive", "unmeasured"
 #: Worst first: the requirement's verdict is the worst of its rules'.
@@ -95,19 +98,52 @@ def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildVe
     return BuildVerdict(req, build, tuple(samples), verdict, med, lo, hi, cov, reason)
 
 
-def requirement_samples(req: Requirement, sessions: list[Session]) -> dict[str, list[float]]:
-    """{build: samples} of a requirement in the sessions (each measured repetition)."""
-    out: dict[str, list[float]] = {}
+def _cases(req: Requirement, sessions: list[Session], system: str | None):
+    """(session, case) of each measured repetition of the requirement's test case."""
     for s in sessions:
         for c in s.cases:
-            if (c.test_class != req.check or c.tc.get("benchmark") != req.benchmark
-                    or c.placement != req.placement or not c.measured):
-                continue
-            value = _value_at(c.tc.get("curve"), req)
-            slot = out.setdefault(c.build, [])
-            if value is not None:
-                slot.append(value)
+            if (c.test_class == req.check and c.tc.get("benchmark") == req.benchmark
+                    and c.placement == req.placement and c.measured
+                    and (system is None or c.system == system)):
+                yield s, c
+
+
+def requirement_samples(req: Requirement, sessions: list[Session],
+                        system: str | None = None) -> dict[str, list[float]]:
+    """{build: samples} of a requirement in the sessions (each measured repetition; of
+    the test cases of `system` only, when given)."""
+    out: dict[str, list[float]] = {}
+    for _, c in _cases(req, sessions, system):
+        value = _value_at(c.tc.get("curve"), req)
+        slot = out.setdefault(c.build, [])
+        if value is not None:
+            slot.append(value)
     return out
+
+
+def _disturbed_by_build(req: Requirement, sessions: list[Session], system: str,
+                        scope: Scope) -> dict[str, list[str]]:
+    """{build: UUIDs of the disturbed sessions its samples come from}."""
+    out: dict[str, list[str]] = {}
+    for s, c in _cases(req, sessions, system):
+        if scope.disturbed(s.uuid) and s.uuid not in out.get(c.build, []):
+            out.setdefault(c.build, []).append(s.uuid)
+    return out
+
+
+def _with_disturbance(v: BuildVerdict, uuids: list[str], scope: Scope) -> BuildVerdict:
+    if not uuids or v.verdict == UNMEASURED:
+        return v
+    names = ", ".join(u[:8] for u in uuids)
+    if scope.include_disturbed:
+        note = f"samples of disturbed session(s) {names} included (--include-disturbed)"
+        return replace(v, reason="; ".join(filter(None, (v.reason, note))))
+    if v.verdict not in (MET, NOT_MET):
+        return replace(v, reason="; ".join(filter(None, (v.reason, f"samples of disturbed "
+                                                                f"session(s) {names}"))))
+    return replace(v, verdict=INCONCLUSIVE, reason=(
+        f"{v.verdict} on samples of session(s) {names}, which other programs disturbed: "
+        "measure again on a quiet machine (or --include-disturbed to count them)"))
 
 
 def _value_at(curve, req: Requirement) -> float | None:
@@ -136,14 +172,20 @@ class RequirementVerdict:
     reason: str = ""
 
 
-def judge_requirement(req: Requirement, sessions: list[Session],
-                      builds_ran: list[str]) -> RequirementVerdict:
-    samples = requirement_samples(req, sessions)
-    if not any(c.placement == req.placement for s in sessions for c in s.cases):
-        why = (f"no test case ran at placement {req.placement}: no partition of the system "
-               "hosts it, or the sessions did not select it")
-        return RequirementVerdict(req, UNMEASURED, (), why)
-    per_build = {b: build_verdict(req, b, samples.get(b, [])) for b in builds_ran}
+def judge_requirement(req: Requirement, sessions: list[Session], builds_ran: list[str],
+                      system: str | None = None, scope: Scope | None = None
+                      ) -> RequirementVerdict:
+    scope = scope or Scope()
+    samples = requirement_samples(req, sessions, system)
+    cannot = unmeasurable(req, scope)
+    if cannot and not any(samples.values()):
+        return RequirementVerdict(req, UNMEASURED, (), "; ".join(cannot))
+    if not any(c.placement == req.placement and (system is None or c.system == system)
+               for s in sessions for c in s.cases):
+        return RequirementVerdict(req, UNMEASURED, (), not_run_reason(req, scope))
+    disturbed = _disturbed_by_build(req, sessions, system, scope)
+    per_build = {b: _with_disturbance(build_verdict(req, b, samples.get(b, [])),
+                                      disturbed.get(b, []), scope) for b in builds_ran}
     outcomes, reasons = [], []
     for rule in req.builds:
         mine = [v for b, v in per_build.items() if rule.matches(b)]
@@ -161,14 +203,26 @@ def judge_requirement(req: Requirement, sessions: list[Session],
         if unmeasured and outcome == UNMEASURED:
             reasons.append(f"nothing measured on {', '.join(unmeasured)} (the test case did "
                            "not run: is the placement hosted by a partition?)")
+    if any(v.verdict == INCONCLUSIVE and disturbed.get(v.build) for v in per_build.values()
+           ) and not scope.include_disturbed:
+        reasons.append("rests on samples of disturbed sessions")
     used = {b for b in per_build if any(rule.matches(b) for rule in req.builds)}
     return RequirementVerdict(req, min(outcomes, key=SEVERITY.index),
                               tuple(per_build[b] for b in sorted(used)), "; ".join(reasons))
 
 
-def judge_all(reqs: Requirements, sessions: list[Session]) -> list[RequirementVerdict]:
-    builds = sorted({c.build for s in sessions for c in s.cases})
-    return [judge_requirement(r, sessions, builds) for r in reqs.requirements]
+def judge_all(reqs: Requirements, sessions: list[Session],
+              scope: Scope | None = None) -> list[RequirementVerdict]:
+    """A verdict per requirement from the test cases of the requirements' system; every
+    requirement unmeasured, with the reason, when that system was not measured."""
+    scope = scope or Scope()
+    off = system_reason(reqs, sessions, scope)
+    if off:
+        return [RequirementVerdict(r, UNMEASURED, (), "; ".join([off, *unmeasurable(r, scope)]))
+                for r in reqs.requirements]
+    builds = sorted({c.build for s in sessions for c in s.cases if c.system == reqs.system})
+    return [judge_requirement(r, sessions, builds, reqs.system, scope)
+            for r in reqs.requirements]
 
 
 def exit_code(verdicts: list[RequirementVerdict]) -> int:

@@ -7,7 +7,10 @@ and a short Markdown summary:
 1. front page: the verdict, regressions, values not gated and why, failed and skipped
    builds, provenance (system, lock, builds, versions, nodes, sessions) -- front.py;
 2. per benchmark: value vs message size with the min/median/max band over the runs,
-   intranode beside internode, references -- curves.py;
+   intranode beside internode, references, every build on one plot (family colour,
+   fabric dash, compiler marker) -- curves.py, styles.py;
+   the families side by side: each axis' effect (fabric, compiler, version, family)
+   between builds that differ in it alone, with bootstrap intervals -- axes.py, effects.py;
 3. collectives across layouts and the intranode/internode crossover -- layouts.py;
 4. build vs build, marked only beyond the measured spread -- compare.py;
 5. nightly trends with the reference band and change points -- trend.py;

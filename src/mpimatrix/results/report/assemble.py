@@ -8,10 +8,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import compare, cost, front, gate_view, layouts, page, trend
+from ...units import human_size
+from . import compare, cost, effects, front, gate_view, layouts, page, trend
+from .axes import session_axes
 from .curves import curve_jobs, reference_points, unsized_plot
 from .figures import Colours, Plot
-from .model import Line, ReportData, load
+from .model import DASH, Line, ReportData, load
 from .render import Job, resolve
 from .repetitions import crossovers, curves
 from .trendplot import cost_plot, trend_plot
@@ -51,7 +53,8 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     if change_points is None:
         change_points = gate_view.history_change_points(data.sessions)
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
-    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}))
+    axes = {b: a for s in data.sessions for b, a in session_axes(s.cases).items()}
+    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}), axes)
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -61,6 +64,7 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
         before if earlier is None else itertools.chain(before, earlier), references)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
+    ctx.update(effects_section(data, cv, colours, session_axes(cur.cases)))
     ctx.update(layout_section(cv, colours))
     ctx.update(compare_section(data, cv, colours, baseline))
     ctx.update(trend_section(data, colours, change_points, max_trends))
@@ -112,6 +116,29 @@ def session_row(s) -> dict:
             "elapsed": s.info.get("time_elapsed"), "cases": len({c.key for c in s.cases}),
             "failures": counts.get("fail", 0) + counts.get("abort", 0), "lock": s.lock,
             "reframe": s.info.get("version", ""), "host": s.info.get("hostname", "")}
+
+
+def effects_section(data: ReportData, cv, colours: Colours, axes: dict) -> dict:
+    """Each axis' effect between builds that differ in it alone (effects.py)."""
+    tables = effects.effect_tables(cv, data.lines(), axes, colours.label)
+    found = [e for t in tables for e in t["effects"]]
+    return {"effect_tables": tables, "size_classes": [
+        f"{name} ({human_size(lo, ' ')}{DASH}{human_size(hi, ' ')})"
+        for name, lo, hi, _ in effects.SIZE_CLASSES], "effect_counts": {
+        "pairs": len(tables), "effects": len(found), "partitions": len(data.partitions),
+        "resolved": sum(e.status == "resolved" for e in found),
+        "spans0": sum(e.status == "spans0" for e in found),
+        "single": sum(e.status == "one-pass" for e in found)},
+        "effect_top": sorted(({**c, "axis": t["axis"], "title": t["title"],
+                               "context": t["context"], "benchmark": r["benchmark"],
+                               "placement": r["placement"]}
+                              for t in tables for r in t["rows"] for c in r["cells"]
+                              if c and c["status"] == "resolved"),
+                             key=lambda c: -abs(c["estimate"]))[:10],
+        "effect_builds": [{"build": colours.label(ln), "family": a.family_name,
+                           "version": a.version or "?", "fabric": a.fabric or "?",
+                           "compiler": a.compiler or "?", "provenance": a.provenance or "?"}
+                          for ln in data.lines() for a in [axes.get(ln.build)] if a]}
 
 
 def layout_section(cv, colours: Colours) -> dict:

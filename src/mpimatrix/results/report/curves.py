@@ -1,10 +1,13 @@
-"""Per benchmark: value vs message size, one line per build, the min-max band over the
-repetitions around the median, intranode beside internode, references drawn where they
-exist; unsized values (Barrier, atomics) as bars."""
+"""Per benchmark: value vs message size, one line per build (every build of the session on
+one plot: family by colour, fabric by dash, compiler by marker, styles.py), the min-max
+band over the repetitions around the median, intranode beside internode, references drawn
+where they exist; unsized values (Barrier, atomics) as bars."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+
+from matplotlib.figure import Figure
 
 from .figures import Colours, Plot, grid, legend_below, log_y, size_axis, to_plot
 from .model import Case, Line, placement_label, placement_order
@@ -54,15 +57,24 @@ def curve_jobs(cv: Curves, refs: RefPoints, colours: Colours) -> list[Job]:
 
 def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
                    colours: Colours) -> Plot:
+    fig, title, alt = benchmark_figure(bench, table, cols, refs, colours)
+    return to_plot(fig, f"curve-{title}", title, alt)
+
+
+def benchmark_figure(bench: str, table: str, cols: dict, refs: RefPoints,
+                     colours: Colours) -> tuple[Figure, str, str]:
+    """The figure of one benchmark: a row per column (time, rate), a panel per placement,
+    a line per build (its gid "build:<name>"); its title and alt text."""
     columns = list(cols)
     placements = shown_placements(sorted({p for c in cols.values() for p in c}))
-    lines = {ln for c in cols.values() for pl in placements for ln in c.get(pl, {})}
-    labels = [colours.label(ln) for ln in lines]
+    every = {ln for c in cols.values() for pl in placements for ln in c.get(pl, {})}
+    labels = [colours.label(ln) for ln in sorted(every)]
     if any(refs.get((bench, pl, ln, higher_is_better(col)))
-           for col in columns for pl in placements for ln in lines):
+           for col in columns for pl in placements for ln in every):
         labels.append("reference ± tolerance")
-    fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75,
-                     legend=labels)
+    key = colours.key(ln.build for ln in every)
+    fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75, legend=labels,
+                     key=[label for _, label in key])
     title = f"{bench}{'' if table == 'default' else ' ' + table}"
     for i, col in enumerate(columns):
         for j, pl in enumerate(placements):
@@ -80,22 +92,24 @@ def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
                 ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center",
                         color="#888888")
     fig.suptitle(title, fontweight="bold")
-    legend_below(fig, axes.flat)
-    alt = f"{title}: {', '.join(columns)} vs message size, {' and '.join(placements)}"
-    return to_plot(fig, f"curve-{title}", title, alt)
+    legend_below(fig, axes.flat, key)
+    alt = (f"{title}: {', '.join(columns)} vs message size, {' and '.join(placements)}, "
+           f"{len({ln.build for ln in every})} builds")
+    return fig, title, alt
 
 
 def draw_lines(ax, lines: dict[Line, list[Point]], colours: Colours) -> None:
+    alpha = 0.18 if len(lines) <= 4 else 0.1  # many bands over each other: lighter
     for line, pts in sorted(lines.items()):
         pts = [p for p in pts if p.size]
         if not pts:
             continue
         style = colours.of(line)
         x = [p.size for p in pts]
-        ax.plot(x, [p.mid for p in pts], marker="o", markersize=3, linewidth=1.4,
-                label=colours.label(line), **style)
+        ax.plot(x, [p.mid for p in pts], marker=colours.marker(line), markersize=4,
+                linewidth=1.4, label=colours.label(line), gid=f"build:{line.build}", **style)
         if any(p.n > 1 for p in pts):
-            ax.fill_between(x, [p.lo for p in pts], [p.hi for p in pts], alpha=0.18,
+            ax.fill_between(x, [p.lo for p in pts], [p.hi for p in pts], alpha=alpha,
                             color=style["color"], linewidth=0)
 
 

@@ -1,5 +1,5 @@
-"""What every plot shares: matplotlib without a display, build colours, size axes, PNGs
-embedded as data URIs."""
+"""What every plot shares: matplotlib without a display, build styles (styles.py), size
+axes, PNGs embedded as data URIs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from ...units import human_size
-from .model import Line
+from .styles import PALETTE, Colours
+
+__all__ = ["PALETTE", "Colours", "Plot", "grid", "legend_below", "log_y", "plain_log",
+           "size_axis", "slug", "to_plot"]
 
 DPI = 80
 STYLE = {
@@ -26,12 +29,6 @@ STYLE = {
     "axes.spines.top": False, "axes.spines.right": False, "figure.dpi": DPI,
 }
 matplotlib.rcParams.update(STYLE)
-
-#: Colour-blind safe palette (Okabe-Ito), then matplotlib's tab10.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
-           "#F0E442", *matplotlib.colormaps["tab10"].colors]
-DASHES = ["-", "--", ":", "-."]
-HATCHES = ["", "////", "....", "xxxx"]
 
 
 @dataclass
@@ -46,52 +43,41 @@ class Plot:
     height: int
 
 
-class Colours:
-    """The same build has the same colour, the same partition the same dash, everywhere."""
-
-    def __init__(self, lines: list[Line]):
-        builds = sorted({ln.build for ln in lines})
-        parts = sorted({ln.partition for ln in lines})
-        self.colour = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(builds)}
-        self.dash = {p: DASHES[i % len(DASHES)] for i, p in enumerate(parts)}
-        self.hatch = {p: HATCHES[i % len(HATCHES)] for i, p in enumerate(parts)}
-        self.many = len(parts) > 1
-
-    def of(self, line: Line) -> dict:
-        return {"color": self.colour.get(line.build, "#555555"),
-                "linestyle": self.dash.get(line.partition, "-")}
-
-    def bar(self, line: Line) -> dict:
-        """Bars: the build's colour, the partition's hatch."""
-        return {"color": self.colour.get(line.build, "#555555"),
-                "hatch": self.hatch.get(line.partition, ""), "edgecolor": "white"}
-
-    def label(self, line: Line) -> str:
-        return line.label(self.many)
-
-
 def grid(rows: int, cols: int, axis_w: float, axis_h: float, *, left: float = 0.75,
          right: float = 0.2, top: float = 0.6, bottom: float = 0.5,
-         legend: list[str] | None = None,
+         legend: list[str] | None = None, key: list[str] | None = None,
          gap_w: float = 0.8, gap_h: float = 0.7, **kw):
     """A figure of rows x cols axes of the given size in inches, margins in inches and
-    room below for a legend of the `legend` labels: a fixed layout (constrained layout
-    measures every text twice and doubled the report's time)."""
+    room below for a legend of the `legend` labels and, under it, a key of the `key`
+    labels (legend_below): a fixed layout (constrained layout measures every text twice
+    and doubled the report's time)."""
     width = left + cols * axis_w + (cols - 1) * gap_w + right
     lines = math.ceil(len(legend) / legend_columns(width, legend)) if legend else 0
-    height = top + rows * axis_h + (rows - 1) * gap_h + bottom + 0.22 * lines
+    room = LEGEND_ROW * lines + key_height(width, key or [])
+    height = top + rows * axis_h + (rows - 1) * gap_h + bottom + room
     fig = Figure(figsize=(width, height), dpi=DPI)
     axes = fig.subplots(rows, cols, squeeze=False, gridspec_kw={
         "left": left / width, "right": 1 - right / width, "top": 1 - top / height,
-        "bottom": (bottom + 0.22 * lines) / height, "wspace": gap_w / axis_w,
+        "bottom": (bottom + room) / height, "wspace": gap_w / axis_w,
         "hspace": gap_h / axis_h}, **kw)
     return fig, axes
 
 
-def legend_columns(width: float, labels) -> int:
+#: Height of a line of legend (inches), and the gap above a key.
+LEGEND_ROW, KEY_GAP = 0.22, 0.08
+
+
+def legend_columns(width: float, labels, most: int = 4) -> int:
     """Legend entries per line that fit a figure `width` inches wide."""
     longest = max((len(str(label)) for label in labels), default=10)
-    return max(1, min(4, int(width / (0.4 + 0.062 * longest))))
+    return max(1, min(most, int(width / (0.4 + 0.062 * longest))))
+
+
+def key_height(width: float, labels) -> float:
+    """Inches a key of these labels takes under the legend (0 for none)."""
+    if not labels:
+        return 0.0
+    return LEGEND_ROW * math.ceil(len(labels) / legend_columns(width, labels, 6)) + KEY_GAP
 
 
 def to_plot(fig: Figure, pid: str, title: str, alt: str) -> Plot:
@@ -142,13 +128,21 @@ def plain_log(axis) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def legend_below(fig: Figure, axes) -> None:
-    """One legend for the figure, under the plots, with every label of every axes."""
+def legend_below(fig: Figure, axes, key=()) -> None:
+    """One legend for the figure, under the plots, with every label of every axes; under
+    it the `key`, (handle, label) entries that say what colours, dashes and markers mean."""
     seen: dict = {}
     for ax in axes:
         for h, label in zip(*ax.get_legend_handles_labels(), strict=False):
             seen.setdefault(label, h)
+    width = fig.get_figwidth()
+    keyed = {label: h for h, label in key}
+    lift = key_height(width, keyed) / fig.get_figheight()
     if seen:
-        fig.legend(seen.values(), seen.keys(), loc="lower center", bbox_to_anchor=(0.5, 0),
-                   ncol=min(legend_columns(fig.get_figwidth(), seen), len(seen)), frameon=False,
-                   borderaxespad=0.2)
+        fig.legend(seen.values(), seen.keys(), loc="lower center",
+                   bbox_to_anchor=(0.5, lift), ncol=min(legend_columns(width, seen), len(seen)),
+                   frameon=False, borderaxespad=0.2)
+    if keyed:
+        fig.legend(keyed.values(), keyed.keys(), loc="lower center", bbox_to_anchor=(0.5, 0),
+                   ncol=min(legend_columns(width, keyed, 6), len(keyed)), frameon=False,
+                   borderaxespad=0.2, handlelength=2.6, labelcolor="#444444")

@@ -37,6 +37,8 @@ class MpimatrixBenchmarks(BundlePackage):
 
     depends_on("mpi")
     depends_on("osu-micro-benchmarks", when="+osu")
-    depends_on("intel-mpi-benchmarks", when="+imb")
+    # The suites the checks run (IMB-MPI1, -P2P, -NBC, -RMA): not IMB-EXT, -IO (MPI-IO)
+    # and -MT (OpenMP), which the recipe builds by default and nothing runs.
+    depends_on("intel-mpi-benchmarks+mpi1+p2p+nbc+rma~ext~io~mt", when="+imb")
 
     conflicts("~osu~imb", msg="mpimatrix-benchmarks needs at least one suite")

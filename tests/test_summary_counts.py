@@ -1,0 +1,50 @@
+"""The summary's count line: the test cases of the table, and apart the fixtures ReFrame
+counts among its test cases too (the probe builds, the builds of OSU/IMB), so that the
+two counts a user sees (ours and ReFrame's "Ran N/N test case(s)") are explained."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from helpers import FIXTURES
+
+from mpimatrix.results import summary
+
+
+def _case(name: str, result: str = "pass", fixture: bool = False) -> dict:
+    return {"name": name, "build_name": "openmpi-4.1.4-debian", "partition": "default",
+            "placement": "intranode", "result": result, "fixture": fixture,
+            "perfvalues": {}, **({"fail_phase": "compile", "fail_reason": "make: error"}
+                                 if result == "fail" else {})}
+
+
+def _last_line(session: dict) -> str:
+    return summary.format_table(session).splitlines()[-1]
+
+
+def test_fixtures_reframe_counts_are_named_apart():
+    session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
+        _case("MpiPlacementCheck"), _case("OsuCheck %benchmark=latency"),
+        _case("ProbeBuild ~local:default+openmpi-4_1_4-debian", fixture=True),
+        _case("ProbeBuild ~local:default+mpich-4_0_2-debian", fixture=True),
+        _case("OsuFromSource ~local:default+openmpi-4_1_4-debian", fixture=True),
+        _case("ImbFromSource ~local:default+mpich-4_0_2-debian", "fail", fixture=True)]}]}
+    line = _last_line(session)
+    # a failed fixture is a row of the table (its reason matters), a passed one is not
+    assert line.startswith("3 test case(s) (+3 fixture(s) ReFrame counts as test cases too: "
+                           "1 build(s) of OSU/IMB, 2 probe build(s); 6 in all), 1 failed, "), line
+
+
+def test_without_fixtures_the_line_is_as_before():
+    session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [_case("X")]}]}
+    assert _last_line(session).startswith("1 test case(s), 0 failed, 0 known fault(s)")
+
+
+def test_a_recorded_session_adds_up_to_reframes_count():
+    with gzip.open(FIXTURES / "reports" / "quick-local-1.json.gz", "rt") as fp:
+        session = json.load(fp)
+    line = _last_line(session)
+    total = session["session_info"]["num_cases"]  # what ReFrame said: Ran 52/52
+    assert line.startswith(f"47 test case(s) (+5 fixture(s) ReFrame counts as test cases "
+                           f"too: 5 probe build(s); {total} in all)"), line
