@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -138,8 +139,9 @@ def print_summary(results: list[dict]) -> None:
         tot["wall"] += r["wall"] if built else 0.0
         wall = f"{r['wall']:7.0f}" if built else f"{'-':>7}"
         other_cpu = f"{r['other_cpu']:8.0f}s" if built else f"{'-':>9}"
-        print(f"{i:3d}  {wall} {r.get('rc', '-'):>3} {s['MPI']:7.1f} {s['OSU']:6.1f} "
-              f"{s['IMB']:6.1f} {s['other']:7.1f} {other_cpu}  "
+        figures = (f"{s['MPI']:7.1f} {s['OSU']:6.1f} {s['IMB']:6.1f} {s['other']:7.1f}"
+                   if r["sums"] or r.get("installed", True) else f"{'not installed':>30}")
+        print(f"{i:3d}  {wall} {r.get('rc', '-'):>3} {figures} {other_cpu}  "
               f"{r['row'].removeprefix('mpimatrix-benchmarks ')}")
     recorded = sum(tot[k] for k in roles)
     wall = f"{tot['wall']:7.0f}" if tot["wall"] else f"{'-':>7}"
@@ -200,7 +202,7 @@ def from_times(lock_path: Path, store: Path) -> int:
         print(f"\nrow {i}/{len(lock.roots)}: {row}"
               + ("" if root["hash"] in index else "  (not installed)"))
         print("\n".join(lines))
-        results.append({"row": row, "sums": sums})
+        results.append({"row": row, "sums": sums, "installed": root["hash"] in index})
     print_summary(results)
     return 0
 
@@ -233,6 +235,7 @@ def main() -> int:
         if lock is None:
             ap.error("--from-times needs --lock (or --env)")
         store = buildcache.store_root(spack, *scope, *spack_env_args(lock), env=senv)
+        shutil.rmtree(work, ignore_errors=True)  # nothing is built: no logs to keep
         return from_times(lock, store)
 
     env_dir = args.env

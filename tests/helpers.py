@@ -14,6 +14,14 @@ CONFIG = ROOT / "site_config" / "reframe_config.py"
 REFRAME = str(Path(sys.executable).parent / "reframe")
 
 
+def recorded_report(name: str) -> dict:
+    """A recorded real session report (tests/fixtures/reports/<name>.json.gz)."""
+    import gzip
+
+    with gzip.open(FIXTURES / "reports" / f"{name}.json.gz", "rt") as fp:
+        return json.load(fp)
+
+
 def run_reframe(results: Path, *args: str, env: dict | None = None,
                 timeout: int = 1200) -> tuple[subprocess.CompletedProcess, dict | None]:
     """Run ReFrame with the project config, results under `results`; return the report."""

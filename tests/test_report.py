@@ -3,7 +3,6 @@ section computes, checked against the raw records; the seams; refusals."""
 
 from __future__ import annotations
 
-import gzip
 import html
 import itertools
 import json
@@ -14,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from helpers import FIXTURES, ROOT
+from helpers import FIXTURES, ROOT, recorded_report
 
 from mpimatrix.results import gate
 from mpimatrix.results.measurements import load as session_view
@@ -30,9 +29,7 @@ from derived_session import derive, prices
 REPORTS = FIXTURES / "reports"
 
 
-def fixture(name: str) -> dict:
-    with gzip.open(REPORTS / f"{name}.json.gz", "rt") as fp:
-        return json.load(fp)
+fixture = recorded_report
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,10 @@ alone, with a bootstrap interval. Checked on recorded real sessions
 from __future__ import annotations
 
 import copy
-import gzip
-import json
 import statistics
 
 import pytest
-from helpers import FIXTURES
+from helpers import FIXTURES, recorded_report
 
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.results.measurements import load as session_view
@@ -23,17 +21,10 @@ from mpimatrix.results.report.model import Line
 from mpimatrix.results.report.repetitions import curves
 from mpimatrix.results.report.styles import Colours
 
-REPORTS = FIXTURES / "reports"
-
-
-def fixture(name: str) -> dict:
-    with gzip.open(REPORTS / f"{name}.json.gz", "rt") as fp:
-        return json.load(fp)
-
 
 @pytest.fixture(scope="module")
 def compare():
-    return fixture("compare-local-5builds")
+    return recorded_report("compare-local-5builds")
 
 
 @pytest.fixture(scope="module")
@@ -227,7 +218,7 @@ def test_six_passes_narrow_the_interval_and_one_pass_has_none(compare):
     """Six samples per build (the two recorded compare sessions' passes pooled): the
     bootstrap interval lies inside the ratio of the extremes, around the estimate, and is
     narrower; the same seed gives the same interval. One pass: no interval."""
-    loaded = fixture("compare-local-5builds-loaded")
+    loaded = recorded_report("compare-local-5builds-loaded")
     narrower = 0
     for size in (8.0, 65536.0, 4194304.0):
         a, b = ([v for s in (compare, loaded) for v in raw_values(s, "MPI1:PingPong", build,
@@ -242,7 +233,7 @@ def test_six_passes_narrow_the_interval_and_one_pass_has_none(compare):
         assert interval(a, b, seed=7) == (low, high)
     assert narrower >= 2
     assert interval([1.0], [1.0, 2.0, 3.0], seed=7) == (None, None)
-    one = make_report([fixture("quick-local-1")]).context["effect_tables"]
+    one = make_report([recorded_report("quick-local-1")]).context["effect_tables"]
     cells = [c for t in one for r in t["rows"] for c in r["cells"] if c]
     assert cells and all(c["note"] == "one pass: no interval" and c["low"] is None
                          for c in cells)

@@ -157,17 +157,23 @@ def _kit_like(bare: Path, upstream: str) -> None:
     shutil.rmtree(bare / "refs")
 
 
-def test_get_from_a_kit_without_refs_dirs(monkeypatch, tmp_path, capsys):
-    """git refuses the kit's bare repositories as they are; `get --kit` clones through a
-    view of them, leaving the kit untouched, and prints the exports for eval."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+def _kit_with_repositories(tmp_path: Path) -> Path:
+    """A kit folder holding Spack's and the packages' repositories as the kit packs them."""
     kit = tmp_path / "kit"
     (kit / "git").mkdir(parents=True)
     _kit_like(kit / "git" / "spack.git",
               _tagged_repo(tmp_path / "up-spack", f"v{spack_tool.SPACK_VERSION}"))
     _kit_like(kit / "git" / "spack-packages.git",
               _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
+    return kit
+
+
+def test_get_from_a_kit_without_refs_dirs(monkeypatch, tmp_path, capsys):
+    """git refuses the kit's bare repositories as they are; `get --kit` clones through a
+    view of them, leaving the kit untouched, and prints the exports for eval."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    kit = _kit_with_repositories(tmp_path)
     plain = subprocess.run(["git", "clone", "-q", str(kit / "git" / "spack.git"),
                             str(tmp_path / "plain")], capture_output=True, text=True)
     assert plain.returncode != 0  # the trap itself
@@ -247,12 +253,7 @@ def test_get_with_a_kit_prints_the_kit_steps_to_reframe(monkeypatch, tmp_path, c
 
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
-    kit = tmp_path / "kit"
-    (kit / "git").mkdir(parents=True)
-    _kit_like(kit / "git" / "spack.git",
-              _tagged_repo(tmp_path / "up-spack", f"v{spack_tool.SPACK_VERSION}"))
-    _kit_like(kit / "git" / "spack-packages.git",
-              _tagged_repo(tmp_path / "up-packages", spack_tool.PACKAGES_TAG))
+    kit = _kit_with_repositories(tmp_path)
     for var in ("SPACK_ROOT", "MPIMATRIX_SPACK_SITE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("MPIMATRIX_USER_CACHE", str(tmp_path / "cache"))

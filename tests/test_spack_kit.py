@@ -327,9 +327,9 @@ def test_kit_rows_install_from_a_binary_cache_into_an_empty_tree_without_compili
     MPI runs from the new tree on 2 ranks through that MPI's own launcher, linked against
     the new tree only (relocation works).
 
-    Measured cost (2026-11-27, 2 cores, load 9-11 from other work): 46 s besides kit_env
-    with 3 rows (the two Debian externals, MVAPICH2 nemesis; 11 packages, 50 MiB): push
-    25 s, install 12 s, osu_latency 0.5 s, Spack's start-ups the rest.
+    Measured cost (2026-11-27, 2 cores, a Spack build running beside it, load 3.6): 27 s
+    besides kit_env for the 5 CI rows (19 packages, 86 MiB): push 15 s, install from the
+    cache 10 s, osu_latency 0.1 s. (With 3 rows at load 9-11: 46 s.)
     """
     import shutil
 

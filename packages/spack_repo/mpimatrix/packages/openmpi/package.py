@@ -14,10 +14,12 @@ what they fix and why that is safe for these rows). A connected site never sees
 the kit versions: without the kit scope Spack takes the releases and fetches
 them, patches included.
 
-And a fix: with `+pmi`, Open MPI 4.1's configure looks for Slurm's libpmi/libpmi2 in
+And a fix: Open MPI's configure (and its bundled PMIx's) looks for the libraries of
+external Slurm PMI (4.1 `+pmi`), libevent, hwloc, zlib, UCX and libfabric in
 <prefix>/lib and <prefix>/lib64 only ("PMI support requested ... neither libpmi,
-libpmi2, or libpmix were found"); Debian keeps them in the multiarch directory
-(/usr/lib/x86_64-linux-gnu), so that directory is passed as `--with-pmi-libdir`.
+libpmi2, or libpmix were found", "External libevent requested but not found", "ZLIB
+SUPPORT REQUESTED AND NOT FOUND"); Debian keeps them in the multiarch directory
+(/usr/lib/x86_64-linux-gnu), which is then passed as `--with-<pkg>-libdir`.
 
 Verified with Spack 1.1.0 on Debian 12 (docs/spack.md, "packages/").
 """
@@ -43,14 +45,27 @@ class Openmpi(BuiltinOpenmpi):
 
     def configure_args(self):
         args = super().configure_args()
-        if self.spec.satisfies("+pmi"):
-            prefix = self.spec["slurm"].prefix
-            if not any(os.path.exists(join_path(d, "libpmi2.so"))
-                       for d in (prefix.lib, prefix.lib64)):
-                multiarch = glob.glob(join_path(prefix.lib, "*", "libpmi2.so"))
-                if multiarch:
-                    args.append(f"--with-pmi-libdir={os.path.dirname(multiarch[0])}")
+        for dep, lib, option in (("slurm", "pmi2", "pmi"), ("libevent", "event_core", "libevent"),
+                                 ("hwloc", "hwloc", "hwloc"), ("zlib-api", "z", "zlib"),
+                                 ("ucx", "ucp", "ucx"), ("libfabric", "fabric", "ofi")):
+            if dep == "slurm" and not self.spec.satisfies("+pmi"):
+                continue
+            if dep in self.spec and self.spec[dep].external:
+                libdir = _multiarch_libdir(self.spec[dep].prefix, lib)
+                if libdir:
+                    args.append(f"--with-{option}-libdir={libdir}")
         return args
+
+
+def _multiarch_libdir(prefix, lib):
+    """<prefix>/lib/<multiarch triplet> when it, not <prefix>/lib or lib64, holds lib<lib>.so:
+    Open MPI's configure looks in those two only ("External libevent requested but not
+    found"), and Debian keeps its libraries in /usr/lib/x86_64-linux-gnu."""
+    name = f"lib{lib}.so"
+    if any(os.path.exists(join_path(d, name)) for d in (prefix.lib, prefix.lib64)):
+        return None
+    found = glob.glob(join_path(prefix.lib, "*-linux-gnu*", name))
+    return os.path.dirname(found[0]) if found else None
 
 
 url_patches_for_releases_only(
