@@ -6,12 +6,12 @@ defines (docs/develop.md walks through an example):
 
 - by the end of the init phase: `ref_key` (required variable, references.py); for a
   catalogue benchmark `bench` (required variable, perf.py);
-- `parse_output()` and `results_complete()` (abstract methods, output.py): read in the
+- `parse_output()` and `results_complete()` (contract methods, output.py): read in the
   sanity phase, and while the job runs;
 - in a pre-run hook: `executable` and its options (launching.py launches it);
 - a @sanity_function (using `parsed` and `failure_message()`, outcome.py);
 - performance: @performance_function's, or for a catalogue benchmark `metric_value()`
-  (abstract method, perf.py).
+  (contract method, perf.py).
 
 Hooks are named for what they do: the checks' own `select_benchmark` (post-init),
 `prepare_run` (pre-run). The mixins' hooks, in the order ReFrame runs them (base

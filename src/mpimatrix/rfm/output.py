@@ -9,32 +9,58 @@ A check defines (checked when ReFrame instantiates it, i.e. when it loads the fi
   tells a hang on the way out (after the results) from one in the middle of the work
   (outcome.py, at the end of the run phase; limits.py, while it runs).
 
-Both are abstract methods: a check class that lacks one cannot be instantiated (ReFrame
-reports a TypeError naming it when it loads the file). `CheckMeta` adds abc's metaclass
-to ReFrame's, as ReFrame does for its own build systems (reframe.core.buildsystems).
+Both are contract methods: a check class that lacks one fails in its post-init hook
+`keep_the_contract`, i.e. when ReFrame loads the file, with a TypeError naming them. (Not
+abc's abstract methods: an abc metaclass breaks the classes ReFrame derives from a check
+for `--repeat`, `KeyError: 'deferrable'`, which the confirmation runs use.)
 """
 
 from __future__ import annotations
 
-import abc
+import functools
 import os
 
 import reframe as rfm
-from reframe.core.meta import RegressionTestMeta
+from reframe.core.builtins import run_after
 
 
-class CheckMeta(RegressionTestMeta, abc.ABCMeta):
-    """ReFrame's test metaclass, with abstract methods enforced."""
+def contract_method(fn):
+    """A method every check must define; the mixin's own is a placeholder that fails."""
+    @functools.wraps(fn)
+    def placeholder(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define {fn.__name__}() "
+                                  "(the checks' contract: rfm/build_check.py)")
+    placeholder.contract_placeholder = True
+    return placeholder
 
 
-class OutputMixin(rfm.RegressionTestPlugin, metaclass=CheckMeta):
-    @abc.abstractmethod
+def undefined_contract_methods(cls) -> list[str]:
+    """The contract methods a check class leaves to the mixins' placeholders."""
+    seen, missing = set(), []
+    for base in cls.__mro__:
+        for name, obj in vars(base).items():
+            if name not in seen:
+                seen.add(name)
+                if getattr(obj, "contract_placeholder", False):
+                    missing.append(name)
+    return sorted(missing)
+
+
+class OutputMixin(rfm.RegressionTestPlugin):
+    @contract_method
     def parse_output(self):
         """The program's output, parsed (read it through `parsed`: once per test case)."""
 
-    @abc.abstractmethod
+    @contract_method
     def results_complete(self) -> bool:
         """Whether the program printed everything it had to (usually from `parsed`)."""
+
+    @run_after("init")
+    def keep_the_contract(self):
+        missing = undefined_contract_methods(type(self))
+        if missing:
+            raise TypeError(f"{type(self).__name__} does not define {', '.join(missing)} "
+                            "(the checks' contract: rfm/build_check.py, docs/develop.md)")
 
     @property
     def parsed(self):

@@ -4,7 +4,7 @@ A catalogue check (reframe_checks/imb.py, osu.py) defines:
 
 - `bench` (required variable), by the end of the init phase: its catalogue entry, whose
   `metrics` become the performance variables and `binary` names the program;
-- `metric_value(metric)` (abstract method), for the performance phase: the metric's
+- `metric_value(metric)` (contract method), for the performance phase: the metric's
   value in the parsed output (`parsed`, output.py), None when the output lacks it.
 
 Hooks: post-setup `record_metric_info` (the metrics' units and sizes into `perf_info`,
@@ -14,20 +14,18 @@ metric; a missing value fails the test case: "no <metric> in the output of <bina
 
 from __future__ import annotations
 
-import abc
-
 import reframe as rfm
 import reframe.utility.sanity as sn
 from reframe.core.builtins import run_after, run_before, variable
 
-from .output import CheckMeta
+from .output import contract_method
 
 
-class CataloguePerformance(rfm.RegressionTestPlugin, metaclass=CheckMeta):
+class CataloguePerformance(rfm.RegressionTestPlugin):
     #: The catalogue entry of this test case's benchmark (not logged: its name is).
     bench = variable(object, loggable=False)
 
-    @abc.abstractmethod
+    @contract_method
     def metric_value(self, metric):
         """The metric's value in the parsed output, None when it lacks it."""
 
