@@ -38,8 +38,8 @@ ROOT = project_root()
 # `%%c,cxx=...` before `^`: written after `^openmpi@4.1.4` it binds to openmpi (its own
 # compiler), which an external, having none, cannot satisfy: Open MPI gets built.
 SUBSET = [
-    "mpimatrix-benchmarks %%c,cxx=gcc ^openmpi@4.1.4",
-    "mpimatrix-benchmarks %%c,cxx=llvm ^mpich@4.0.2",
+    "mpimatrix-benchmarks %%c,cxx=gcc ^openmpi@=4.1.4",  # the Debian external (site_mpis)
+    "mpimatrix-benchmarks %%c,cxx=llvm ^mpich@=4.0.2",
     "mpimatrix-benchmarks %%c,cxx=gcc ^mvapich@4 netmod=ucx",
 ]
 
