@@ -2,7 +2,7 @@
 MPIs (externals) and on one source build of each family (MVAPICH2 nemesis, Open MPI
 4.1.4 with Slurm PMI-2, MPICH 4.0.2 ch3:tcp), then `spack env activate` and plain
 `reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
-them internode through srun and through each build's own mpirun/mpiexec.
+them internode through srun.
 
 The environment is the project's spack.yaml with its site overlay (debian-local) and
 packages/, with the specs replaced by the cheapest matrix rows that still build each
@@ -157,8 +157,8 @@ INTERNODE = ("OsuCheck%placement=internode%benchmark=(latency|bw)$",
 @pytest.mark.cluster
 def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
     """`mpimatrix cluster run` in the activated environment (MPIMATRIX_LOCK as activation
-    sets it): OSU and IMB between the two nodes, on each kit build, through both launchers
-    each build has: srun (--mpi= the build's PMI) and its own mpirun/mpiexec."""
+    sets it): OSU and IMB between the two nodes, on each kit build, launched by srun
+    (--mpi= the build's PMI)."""
     from test_vcluster import _require_cluster, _short_tmpdir
 
     from mpimatrix.vcluster import cluster
@@ -175,8 +175,7 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
         names = [a for n in INTERNODE for a in ("-n", n)]
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "mpimatrix"), "cluster", "run", "--dir",
-             str(lay.dir), "--", "--partition", "compute$", "--partition",
-             "compute_mpirun$", "--no-confirm", "--",
+             str(lay.dir), "--", "--partition", "compute$", "--no-confirm", "--",
              "--max-retries=1", *names],
             env=env, capture_output=True, text=True, timeout=3600)
     finally:
@@ -186,16 +185,13 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
     _say(request, f"\n`mpimatrix cluster run` on the kit builds: rc {proc.returncode}\n"
          + "\n".join(tail[-40:]))
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
-    by_launcher: dict[str, dict[str, set[str]]] = {}
+    by_build: dict[str, set[str]] = {}
     for tc in _session_cases(results):
         if tc["result"] != "pass":
             continue
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
-        by_build = by_launcher.setdefault(tc["partition"], {})
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
-    assert sorted(by_launcher) == ["compute", "compute_mpirun"], sorted(by_launcher)
-    for by_build in by_launcher.values():
-        _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
+    _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
 
 
 #: The kit rows with one dependency changed: the MVAPICH2 row's IMB built with -O3.
