@@ -122,7 +122,7 @@ def separated(out: str) -> tuple[str, str, float, str, float, float]:
 
 
 def judge_with_measured_bounds(results: Path, proc: subprocess.CompletedProcess,
-                               out_dir: Path, placement: str) -> None:
+                               out_dir: Path, placement: str, system: str = "local") -> None:
     """`mpimatrix accept` on the session of `proc` with bounds from what it measured: one
     between the fastest and the slowest build's intervals (met by one, missed by the
     other; at least one build meets it), one inside the slowest build's interval
@@ -132,7 +132,7 @@ def judge_with_measured_bounds(results: Path, proc: subprocess.CompletedProcess,
     inside = (s_lo + s_hi) / 2
     second = out_dir / "second.yaml"
     out_dir.mkdir(parents=True, exist_ok=True)
-    second.write_text(yaml.safe_dump({"system": "local", "requirements": [
+    second.write_text(yaml.safe_dump({"system": system, "requirements": [
         _requirement("between", f"<= {between:.4f} us", placement=placement, size=size,
                      builds=[f"^{re.escape(fast)}$", f"^{re.escape(slow)}$"]),
         _requirement("fastest-meets", f"<= {between:.4f} us", placement=placement, size=size,

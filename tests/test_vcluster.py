@@ -647,7 +647,7 @@ def test_acceptance_between_two_nodes(vcluster, buildset):
              if not tc["fixture"] and tc["result"] == "pass"]
     assert cases and all(tc["hosts"] == ["node1", "node2"] for tc in cases), \
         [tc["hosts"] for tc in cases]
-    judge_with_measured_bounds(results, proc, results / "record", "internode")
+    judge_with_measured_bounds(results, proc, results / "record", "internode", "vcluster")
 
 
 @pytest.mark.cluster
