@@ -154,7 +154,7 @@ def judge_with_measured_bounds(results: Path, proc: subprocess.CompletedProcess,
     assert "3 requirement(s): 1 met, 1 not met, 1 inconclusive, 0 not measured" in lines
 
     html = (out_dir / "record.html").read_text()
-    for text in ("Acceptance record: local", "between", "fastest-meets", "noise",
+    for text in (f"Acceptance record: {system}", "between", "fastest-meets", "noise",
                  "not met", "inconclusive", uuid):
         assert text in html, text
     assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 3
