@@ -51,7 +51,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     imb_version = variable(str, value="")
 
     #: IMB options in place of the profile's -iter/-time, for experiments
-    #: (`-S ImbCheck.iterations='-iter 200 -time 1'`; benchmarks/noise_sources.py
+    #: (`-S ImbCheck.iterations='-iter 200 -time 1'`; measure/noise_sources.py
     #: compares settings); "" = the profile's.
     iterations = variable(str, value="")
 

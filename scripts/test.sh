@@ -20,5 +20,5 @@ if [ -n "$kit" ]; then
     export MPIMATRIX_SPACK_SITE=debian-local MPIMATRIX_OFFLINE_KIT="$kit"
     .venv/bin/mpimatrix spack setup --kit "$kit"
 fi
-.venv/bin/ruff check src tests reframe_checks site_config benchmarks
+.venv/bin/ruff check src tests reframe_checks site_config measure
 exec .venv/bin/pytest "$@"

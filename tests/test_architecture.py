@@ -20,7 +20,7 @@ LAYERS = {
     "vcluster": 2,
     "rfm": 3, "results": 3,
     "site": 4,
-    "run": 5,
+    "run": 5, "validation": 5,
     "cli": 6,
 }
 ROOT = SRC.parents[1]

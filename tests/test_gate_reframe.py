@@ -77,7 +77,7 @@ def test_unchanged_session_passes_the_gate(blessed):
     On a 2-core VM a whole session can switch mode (MPICH 8 B PingPong 0.11 us blessed in
     three sessions, 0.18-0.24 us in all six samples of the next; seen in CI), which no
     tolerance up to 50 % passes: the gate's false-alarm rate is a measured figure
-    (benchmarks/gate_error_rates.py: 0.1-6 % here), so one session is allowed one."""
+    (`mpimatrix validate gate`: 0.1-6 % here), so one session is allowed one."""
     results, only = blessed
     runs = []
     for _ in range(2):
@@ -165,6 +165,14 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
     assert len(lines) == 1 and lines[0].startswith(
         f"REGRESSION {victim} Imb MPI1:PingPong intranode latency at 8 B: +"), lines
     assert lines[0].endswith(f"; outside in session {uuid[:8]} too)"), lines
+    # the replay judges the same stored sessions as the live gate did, line for line
+    from mpimatrix.validation.replay import replay_store
+
+    replayed = replay_store(store)[-2:]  # a busy machine's session run again comes before
+    assert replayed[0].session.uuid == uuid
+    live = [[ln for ln in run.stdout.splitlines() if ln.startswith(("REGRESSION ", "WATCH "))]
+            for run in (first, second)]
+    assert [[*n.judgement.regressions, *n.judgement.watched] for n in replayed] == live
 
 
 def test_injected_message_delay_is_real_time(builds, tmp_path):

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import ROOT, six_pass_session
+from helpers import six_pass_session
 
 from mpimatrix.results import gate, watch
 from mpimatrix.results.measurements import load
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from unchanged_nights import confirmation, judged_nights, recorded_halves
+from mpimatrix.results.reference_set import ReferenceSet
+from mpimatrix.validation.unchanged import confirmation, judged_nights, recorded_halves
 
 SENDRECV = ("mpich-4.0.2-debian", "Imb", "MPI1:Sendrecv", "latency_8B")
 #: The gate before the rule on blessed samples: every value its spread allows is gated.
@@ -170,7 +168,7 @@ def test_the_report_lists_a_value_on_watch():
     sessions = []
     for k in range(5, 9):  # nights 6-9
         night = with_references(halves[k], blessed.refs)
-        conf = confirmation(halves, k, blessed, NO_BLESS_RULE)
+        conf = confirmation(halves, k, ReferenceSet(blessed.refs, blessed.stats, NO_BLESS_RULE))
         if conf:
             conf["session_info"] = {
                 **conf["session_info"], "uuid": f"confirms-{k + 1}",

@@ -123,7 +123,7 @@ def test_one_builds_step_is_found_while_the_host_drifts():
 
 def test_changes_match_their_series_by_key():
     """all_changes and series_of build their own Series objects: a change is matched to
-    its series by key (benchmarks/history_detection.py once compared identities and
+    its series by key (`mpimatrix validate history` once compared identities and
     counted every found step as missed)."""
     sessions = nights(step_from=6, factor=1.3)
     changes = [c for c in history.all_changes(sessions) if not c.series.whole_build]

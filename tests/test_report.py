@@ -8,12 +8,11 @@ import itertools
 import json
 import re
 import statistics
-import sys
 from collections import defaultdict
 
 import pytest
 import yaml
-from helpers import FIXTURES, ROOT, recorded_report
+from helpers import FIXTURES, recorded_report
 
 from mpimatrix.results import gate
 from mpimatrix.results.measurements import load as session_view
@@ -22,9 +21,7 @@ from mpimatrix.results.report.compare import choose_baseline
 from mpimatrix.results.report.gate_view import history_change_points
 from mpimatrix.results.report.repetitions import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from derived_session import derive, prices
+from mpimatrix.validation.derived_session import derive, prices
 
 REPORTS = FIXTURES / "reports"
 

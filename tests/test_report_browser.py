@@ -11,7 +11,6 @@ import gzip
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,7 @@ from helpers import FIXTURES, ROOT
 
 from mpimatrix.results.report import make_report, write
 from mpimatrix.results.report.screenshot import CHROMIUM_FLAGS, chromium
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from derived_session import derive, prices
+from mpimatrix.validation.derived_session import derive, prices
 
 ARTIFACTS = Path(os.environ.get("MPIMATRIX_TEST_ARTIFACTS", ROOT / "results" / "test-artifacts"))
 

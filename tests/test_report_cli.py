@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 from helpers import FIXTURES, ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from derived_session import derive
+from mpimatrix.validation.derived_session import derive
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 

@@ -1,7 +1,7 @@
 """One root per MPI build: the bundle package and the lock reader on its lock.
 
 tests/fixtures/spack/debian-local-bundle-v6.spack.lock was written by
-`benchmarks/concretize_time.py` (`spack -v -e <copy> concretize -f`; Spack 1.1.0,
+`measure/concretize_time.py` (`spack -v -e <copy> concretize -f`; Spack 1.1.0,
 spack-packages v2025.11.0) from the current spack.yaml and the debian-local overlay: the
 whole matrix, 29 roots. Its externals point at the shim prefixes made in the checkout it
 was concretized in (/work/wt-spack).

@@ -7,7 +7,7 @@ them internode through srun.
 The environment is the project's spack.yaml with its site overlay (debian-local) and
 packages/, with the specs replaced by the cheapest matrix rows that still build each
 family's recipe from the kit (builds/spack/kit.py CI_ROWS; the whole kit matrix,
-KIT_ROWS, is built by benchmarks/spack_matrix_build.py, not here): concretizing the whole
+KIT_ROWS, is built by measure/spack_matrix_build.py, not here): concretizing the whole
 matrix costs ~8 minutes cold on 2 cores and installs nothing more. Installs go to Spack's
 own install tree in the user cache (`mpimatrix spack get`), so a second run reuses them.
 
@@ -304,7 +304,7 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
 
 # == Build once, install anywhere: the binary cache ==========================================
 # (issue #33 item 4; docs/spack.md "Build once, install anywhere"; the whole built matrix:
-# benchmarks/spack_buildcache.py.) Helpers and test of this block only.
+# measure/spack_buildcache.py.) Helpers and test of this block only.
 
 def _bc_run(cmd: list[str], timeout: int = 1800) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.monotonic()

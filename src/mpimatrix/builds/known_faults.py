@@ -58,7 +58,7 @@ KNOWN_FAULTS: tuple[KnownFault, ...] = (
                # MPICH moved the PMI barrier before the disconnects.
                fabric=r"ch4:(\w+\+)*ucx\b", min_nodes=2,
                evidence="Debian mpich 4.0.2-3 (ch4:ucx, UCX 1.13.1 over TCP) on the "
-                        "emulated cluster, 2026-11-23: benchmarks/hang_rates.py, 40 runs "
+                        "emulated cluster, 2026-11-23: measure/hang_rates.py, 40 runs "
                         "per layout and launcher, and gdb of a hung pair (one rank in the "
                         "PMI barrier's read, the other in ucp_worker_progress waiting for "
                         "its disconnect); no UCX setting helped. docs/cluster.md, "

@@ -18,8 +18,19 @@ from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
-from . import accept, accept_run, bench_build, bless, changes, cluster, diff, report, spack
-from .session_args import sessions_from_args  # noqa: F401 (benchmarks import it here)
+from . import (
+    accept,
+    accept_run,
+    bench_build,
+    bless,
+    changes,
+    cluster,
+    diff,
+    report,
+    spack,
+    validate,
+)
+from .session_args import sessions_from_args  # noqa: F401 (measure/repetition_spread.py imports it here)
 
 
 def cmd_builds(args) -> int:
@@ -111,7 +122,7 @@ def parser() -> argparse.ArgumentParser:
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for module in (bless, changes, diff, accept, cluster, spack, bench_build, report):
+    for module in (bless, changes, diff, accept, cluster, spack, bench_build, report, validate):
         module.register(sub)
     return p
 

@@ -29,7 +29,7 @@ from ..shell import quote_argv
 from ..units import version_tuple
 
 #: Overrides the partitions' cpu_binding (core|none), for experiments
-#: (benchmarks/noise_sources.py compares both).
+#: (measure/noise_sources.py compares both).
 BINDING_ENV = "MPIMATRIX_CPU_BINDING"
 
 SRUN = "srun"

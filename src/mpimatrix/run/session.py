@@ -21,17 +21,16 @@ import time
 import uuid
 from pathlib import Path
 
-import yaml
-
 from ..builds.bench_prepare import prepare_sources
 from ..builds.software import software_of
 from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
-from ..reference_file import load_references, stats_path
-from ..results import summary, watch
-from ..results.changed_since import changed_since
-from ..results.gate import Judgement, failed_first, judge
+from ..reference_file import load_references
+from ..results import summary
+from ..results.gate import Judgement
 from ..results.measurements import Session, load
+from ..results.night import judge_night, to_confirm
+from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError, load_report
 from ..results.software_store import software_dir, store_software
 from ..rfm.inject import injection_for
@@ -140,12 +139,12 @@ def measured_run(cmd: list[str], report: Path) -> int:
     return rc
 
 
-def confirm(report: Session, mode: str, repeats: int, stats: dict,
+def confirm(report: Session, mode: str, repeats: int, references: ReferenceSet,
             setvars: list[str] | None = None) -> Session | None:
     """Re-run, on every build, the test cases with a value outside its tolerance and
     those of a build outside its build tolerance, with the session's ReFrame variables
     (`setvars`: --setvar=... options)."""
-    failing = failed_first(report, stats)
+    failing = to_confirm(report, references)
     if not failing or repeats < 1:
         return None
     hashes = sorted({case.hashcode for case in failing})
@@ -221,14 +220,11 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
         return NOT_RUN
     report = load(load_report(report_file))
     link_latest(report_file)
-    refs_file = references_dir() / f"{_system(report)}.yaml"
-    stats = _load_yaml(stats_path(refs_file))
-    conf = confirm(report, mode, confirm_repeats, stats, setvar_args(reframe_args))
-    refs = load_references(refs_file)
-    judged = watch.apply(report, judge(report, [conf] if conf else [], stats),
-                         previous_nights(report_file), stats, refs)
-    changed = (changed_since(report, judged, earlier_sessions(report_file), stats, refs)
-               if judged.regressions else [])
+    references = ReferenceSet.load(references_dir() / f"{_system(report)}.yaml")
+    conf = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
+    night = judge_night(report, [conf] if conf else [], references,
+                        previous_nights(report_file), earlier_sessions(report_file))
+    judged, changed = night.judgement, night.changed
     print()
     print(summary.format_table(report, judged, changed=changed))
     slow_hosts = [h for h in judged.hosts if h.slow]
@@ -269,10 +265,3 @@ def _sanity_failures(report: Session) -> list:
 def _system(report: Session) -> str:
     systems = {c.tc.get("system") for c in report.cases}
     return systems.pop() if len(systems) == 1 else "local"
-
-
-def _load_yaml(path: Path) -> dict:
-    try:
-        return yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return {}

@@ -3,8 +3,8 @@
 Spack does the work, and the project does not wrap it (docs/spack.md, "Build once, install
 anywhere"): `spack buildcache push` packs installed specs into a mirror, and
 `spack install --use-buildcache only` extracts and relocates them into another install tree
-without compiling. What the benchmarks (benchmarks/spack_matrix_build.py,
-benchmarks/spack_buildcache.py) and tests/test_spack_kit.py share is here:
+without compiling. What the benchmarks (measure/spack_matrix_build.py,
+measure/spack_buildcache.py) and tests/test_spack_kit.py share is here:
 
 - `tree_scope()`: a Spack configuration scope (`spack -C DIR ...`) naming an install tree and,
   optionally, a binary mirror; it outranks the environment's own scopes;

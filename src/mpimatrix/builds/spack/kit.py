@@ -102,7 +102,7 @@ def _requirements(versions: dict[str, list[str]]) -> dict:
 #: The rows of spack.yaml's matrix the kit's sources serve on debian-local: OSU and IMB on
 #: the two Debian MPIs as externals; on Open MPI 4.1.4 and 5.0.7 and MPICH 4.0.2 built
 #: from source per fabric; on MVAPICH2 (nemesis, sock); with gcc, and one row per family
-#: with clang (`%%c,cxx=llvm`). `spack install` of these is `benchmarks/spack_matrix_build.py`.
+#: with clang (`%%c,cxx=llvm`). `spack install` of these is `measure/spack_matrix_build.py`.
 #: Root specs exactly as the matrix expansion writes them (compiler before `^`).
 GCC, LLVM = "mpimatrix-benchmarks %%c,cxx=gcc", "mpimatrix-benchmarks %%c,cxx=llvm"
 OMPI4 = "^openmpi@4.1.4 ~fortran fabrics=none schedulers=slurm +pmi +legacylaunchers"

@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ...units import human_size
+from ..night import judge_night
+from ..reference_set import ReferenceSet
 from . import compare, cost, effects, front, gate_view, layouts, page, trend
 from .axes import session_axes
 from .curves import curve_jobs, reference_points, unsized_plot
@@ -46,8 +48,10 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     cur = data.current
     before = [s for s in reversed(data.sessions) if s is not cur]
     nights = [(s, data.confirming(s)) for s in before]
-    judged = gate_view.judged(cur, data.confirming(cur), statistics,
-                              itertools.chain(nights, earlier_nights or ()), references)
+    night = judge_night(cur, data.confirming(cur), ReferenceSet(references or {}, statistics),
+                        itertools.chain(nights, earlier_nights or ()),
+                        before if earlier is None else itertools.chain(before, earlier))
+    judged = night.judgement
     if verdicts is None:
         verdicts = gate_view.gate_verdicts(cur, judged)
     if change_points is None:
@@ -59,9 +63,7 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     ctx.update(front_page(data, verdicts, statistics))
-    ctx["what_changed"] = gate_view.what_changed(
-        cur, judged, statistics,
-        before if earlier is None else itertools.chain(before, earlier), references)
+    ctx["what_changed"] = gate_view.what_changed(night)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
     ctx.update(effects_section(data, cv, colours, session_axes(cur.cases)))

@@ -3,26 +3,15 @@ the report's seams take: front.Verdict and trend.ChangePoint."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from .. import gate, history, watch
-from ..changed_since import changed_since
+from .. import gate, history
 from ..measurements import Session, as_session, as_sessions
+from ..night import Night
 from .front import Verdict
 from .trend import ChangePoint
 
 #: The gate's statuses the report shows; pass and no reference are not listed.
 STATUS = {gate.REGRESSION: "regression", gate.WATCH: "watch", gate.NOISE: "noise",
           gate.NOT_GATED: "not_gated"}
-
-
-def judged(current: Session, confirmations: list[Session], stats: dict | None,
-           earlier: Iterable[watch.Night] = (), refs: dict | None = None) -> gate.Judgement:
-    """The gate's judgement of the current session, its confirmation sessions pooled in,
-    values alone outside for the first time on watch (against the `earlier` nights)."""
-    current = as_session(current)
-    return watch.apply(current, gate.judge(current, confirmations, stats), earlier, stats,
-                       refs)
 
 
 def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
@@ -54,15 +43,11 @@ def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
     return out
 
 
-def what_changed(current: Session, judged: gate.Judgement, stats: dict | None,
-                 earlier: Iterable[Session], refs: dict | None = None) -> list[dict]:
+def what_changed(night: Night) -> list[dict]:
     """Per regressed build: the last earlier session where it passed and what changed in
     its software since (results.changed_since); [] without a regression."""
-    if not judged.regressions:
-        return []
     return [{"build": c.build, "heading": c.heading(),
-             "changes": [x.text for x in c.changes or ()]}
-            for c in changed_since(as_session(current), judged, earlier, stats, refs)]
+             "changes": [x.text for x in c.changes or ()]} for c in night.changed]
 
 
 def history_change_points(sessions: list[Session]) -> list[ChangePoint]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time `up` (from nothing to all nodes idle) and `down` of the emulated cluster.
 
-usage: benchmarks/cluster_lifecycle.py [--nodes 2 4] [--cycles 3] [--dir /tmp/mm-lifecycle]
+usage: measure/cluster_lifecycle.py [--nodes 2 4] [--cycles 3] [--dir /tmp/mm-lifecycle]
 Needs root. Prints one line per cycle with the 1-minute load average (the
 machine may be shared: record the load next to the timings), then the
 median/min/max per node count. Targets (issue 5): 4-node up <= 2 s (goal),
@@ -15,9 +15,6 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from mpimatrix.vcluster import cluster
 from mpimatrix.vcluster.layout import Layout

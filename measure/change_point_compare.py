@@ -2,7 +2,7 @@
 """Apache Otava vs ruptures on the project's own recorded series.
 
 Reads sessions (ReFrame JSON reports of `mpimatrix run`, e.g. the ones
-benchmarks/history_detection.py writes), builds every value's series
+`mpimatrix validate history` writes), builds every value's series
 (mpimatrix.results.history.series_of) and runs both detectors on each:
 
   otava     E-Divisive means with a t-test per change point (what `mpimatrix
@@ -17,7 +17,7 @@ earlier (late/early), missed, changes reported in series without a step (false),
 and the time taken.
 
     pip install ruptures==1.1.10      # not a dependency of mpimatrix
-    python benchmarks/change_point_compare.py results/history-*/reports/*.json
+    python measure/change_point_compare.py results/history-*/reports/*.json
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.results import history, steps
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.sessions import load_report

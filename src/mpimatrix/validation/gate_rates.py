@@ -22,11 +22,11 @@ up, bandwidth down; percentages are left alone by the injector); the same two
 for the verdicts on whole builds; the sessions with a HOST line; the share of
 values gated; the run time. Every figure with its counts.
 
-    python benchmarks/gate_error_rates.py                    # B=5, K=10, 3 passes
-    python benchmarks/gate_error_rates.py --levels 0.25 --sessions 20 --inject-every 2
-    python benchmarks/gate_error_rates.py --mode quick       # one pass per session
-    python benchmarks/gate_error_rates.py --sessions 4 --levels 0.5 --only 'mpich|impi'
-    python benchmarks/gate_error_rates.py --sessions 10 --record 6   # for gate_replay.py
+    mpimatrix validate gate                    # B=5, K=10, 3 passes
+    mpimatrix validate gate --levels 0.25 --sessions 20 --inject-every 2
+    mpimatrix validate gate --mode quick       # one pass per session
+    mpimatrix validate gate --sessions 4 --levels 0.5 --only 'mpich|impi'
+    mpimatrix validate gate --sessions 10 --record 6   # for mpimatrix validate replay
 """
 
 from __future__ import annotations
@@ -41,16 +41,14 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-from mpimatrix.reference_file import load_references  # noqa: E402
-from mpimatrix.results import watch  # noqa: E402
-from mpimatrix.results.gate import REGRESSION, WATCH, judge  # noqa: E402
-from mpimatrix.results.measurements import load, with_references  # noqa: E402
-from mpimatrix.results.policy import DEFAULT_POLICY  # noqa: E402
-from mpimatrix.results.sessions import load_report  # noqa: E402
-
-MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+from ..results import watch
+from ..results.gate import REGRESSION, WATCH
+from ..results.measurements import load
+from ..results.night import judge_night
+from ..results.policy import DEFAULT_POLICY
+from ..results.reference_set import ReferenceSet
+from ..results.sessions import load_report
+from .command import MPIMATRIX
 
 
 def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[dict, list]:
@@ -122,8 +120,8 @@ def builds_of(report: dict) -> list[str]:
                    if tc.get("build_name") not in (None, "<undefined>") and tc.get("perfvalues")})
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
     p.add_argument("--sessions", type=int, default=10, help="K: unchanged sessions (and "
                    "injected ones, one after every --inject-every unchanged)")
@@ -142,7 +140,7 @@ def main(argv=None) -> int:
                    "in --results: its stored sessions are used where they fit the schedule")
     p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
                    "(B, then K unchanged and K injected interleaved) with P passes each and "
-                   "no confirmation, for benchmarks/gate_replay.py to judge with any setting")
+                   "no confirmation, for `mpimatrix validate replay` to judge with any setting")
     args = p.parse_args(argv)
     if args.record:
         args.mode, args.reframe = "quick", f"{args.reframe} --reruns={args.record - 1}".strip()
@@ -159,7 +157,7 @@ def main(argv=None) -> int:
                       for _ in range(args.bless - len(bless_reports))]
     if args.record:
         return record_only(results, args, builds_of(bless_reports[0]), levels, t0)
-    if not (args.resume and stats_of(results)):
+    if not (args.resume and ReferenceSet.of_store(results).stats):
         env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
         out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
                               *[a for r in bless_reports
@@ -177,7 +175,7 @@ def main(argv=None) -> int:
     log = []
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports]
-    refs, stats = references_of(results), stats_of(results)
+    references = ReferenceSet.of_store(results)
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
@@ -191,10 +189,11 @@ def main(argv=None) -> int:
             report, confs = run(results, args, inject=spec)
         # against the references bless wrote last (blessed again during a run, e.g. with
         # other settings, a session is judged as the gate would judge it now)
-        session = load(with_references(report, refs) if refs else report)
-        alone = judge(session, confs, stats)  # without the watch rule
-        judged = watch.apply(session, alone, reversed(history), stats, refs)
-        history.append((session, [load(c) for c in confs]))
+        session = references.applied(report)
+        confirmed = [load(c) for c in confs]
+        night = judge_night(session, confirmed, references, reversed(history))
+        judged, alone = night.judgement, night.alone
+        history.append((session, confirmed))
         hosts += any(h.slow for h in judged.hosts)
         if injected:  # the session named the injected build as a whole
             nights[f"+{level:.0%}", "n"] += 1
@@ -275,21 +274,6 @@ def main(argv=None) -> int:
     return 0
 
 
-def stats_of(results: Path) -> dict:
-    """The statistics bless wrote (the builds' tolerances), as `mpimatrix run` reads them."""
-    import yaml
-
-    files = list((results / "references").glob("*.stats.yaml"))
-    return (yaml.safe_load(files[0].read_text()) or {}) if files else {}
-
-
-def references_of(results: Path) -> dict:
-    """The references bless wrote, which every session is judged against."""
-    files = [f for f in (results / "references").glob("*.yaml")
-             if not f.name.endswith(".stats.yaml")]
-    return load_references(files[0]) if files else {}
-
-
 def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels)
@@ -297,7 +281,7 @@ def record_only(results: Path, args, builds: list[str], levels: list[float], t0:
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
         print(f"# session {n_run} {what}: "
               f"{time.time() - t0:.0f} s", flush=True)
-    print(f"recorded in {results}: python benchmarks/gate_replay.py {results} "
+    print(f"recorded in {results}: mpimatrix validate replay {results} "
           f"--passes 3 --settings ...")
     return 0
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Build once, install anywhere: the installed matrix rows through Spack's binary cache.
 
-    python benchmarks/spack_buildcache.py --env /tmp/kitenv/env        # the rows built there
-    python benchmarks/spack_buildcache.py --env DIR --mirror /srv/spack-cache --force
-    python benchmarks/spack_buildcache.py                              # fresh kit env copy
+    python measure/spack_buildcache.py --env /tmp/kitenv/env        # the rows built there
+    python measure/spack_buildcache.py --env DIR --mirror /srv/spack-cache --force
+    python measure/spack_buildcache.py                              # fresh kit env copy
 
 1. push: every row of the environment's lock that is installed (in Spack's own tree, or
    `--from-tree`) goes to the binary mirror with its dependencies,
@@ -35,14 +35,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from spack_matrix_build import busiest, cpu_busy, prepare
+
 from mpimatrix.builds.spack import buildcache
 from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.kit import KIT_ROWS
 from mpimatrix.builds.spack.lockfile import Lock, read_lock
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spack_matrix_build import busiest, cpu_busy, prepare
 
 
 def timed(cmd: list[str], env: dict, log: Path) -> tuple[float, int, str, float]:

@@ -2,7 +2,7 @@
 """Replay a gate experiment's stored sessions through the gate's own code, with other
 settings; no new runs.
 
-Reads a results store of `benchmarks/gate_error_rates.py` and prints:
+Reads a results store of `mpimatrix validate gate` and prints:
 
 1. the spread of each time/rate value from session to session (robust CV; median, p75
    and p90 over the values) when a session is represented by its first pass, the
@@ -19,13 +19,13 @@ Reads a results store of `benchmarks/gate_error_rates.py` and prints:
 
 The confirmation is the store's own (`*-confirm.json`, what the live gate measured
 again), or, for sessions recorded with more passes than the gate judges
-(`gate_error_rates.py --record 6`), the later passes of the test cases the gate
+(`mpimatrix validate gate --record 6`), the later passes of the test cases the gate
 would have measured again, on every build: then every setting gets the
 confirmation it would have asked for.
 
-    python benchmarks/gate_replay.py /tmp/mpimatrix-gate-20261124T120000
-    python benchmarks/gate_replay.py <store> --settings 0.3:4:0.3:0,0.3:4:0.3:99
-    python benchmarks/gate_replay.py <store> --spread
+    mpimatrix validate replay /tmp/mpimatrix-gate-20261124T120000
+    mpimatrix validate replay <store> --settings 0.3:4:0.3:0,0.3:4:0.3:99
+    mpimatrix validate replay <store> --spread
 """
 
 from __future__ import annotations
@@ -38,12 +38,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.results import gate, references, samples, watch
-from mpimatrix.results.measurements import load, with_references
-from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
-from mpimatrix.results.sessions import load_report, session_info
-from mpimatrix.results.statistics import best, spread
+from ..results import gate, references, samples
+from ..results.measurements import Session, load
+from ..results.night import Night, judge_night, to_confirm
+from ..results.policy import DEFAULT_POLICY, GatePolicy
+from ..results.reference_set import ReferenceSet
+from ..results.sessions import load_report, session_info
+from ..results.statistics import best, spread
+from .gate_rates import confirmations, stored_sessions
 
 
 def injected_of(report: dict) -> tuple[str, float] | None:
@@ -60,16 +62,34 @@ def passes(report: dict, first: int, last: int | None = None) -> dict:
     return out
 
 
-def confirmation_of(report: dict, judged_passes: int, stored: dict | None, refs: dict,
-                    policy: GatePolicy) -> list[dict]:
+def confirmation_of(report: dict, judged_passes: int, stored: dict | None,
+                    references: ReferenceSet) -> list[Session]:
+    """The session's confirmation: the store's own, or, for a session recorded with more
+    passes than the gate judges, its later passes of the test cases the gate would measure
+    again (results.night.to_confirm, with the blessed build tolerances)."""
     if len(report["runs"]) <= judged_passes:
-        return [stored] if stored else []
-    session = with_references(passes(report, 0, judged_passes), refs)
-    hashes = {c.hashcode for c in gate.failed_first(session, None, policy)}
+        return [load(stored)] if stored else []
+    session = references.applied(passes(report, 0, judged_passes))
+    hashes = {c.hashcode for c in to_confirm(session, references)}
     later = passes(report, judged_passes)
     for run in later["runs"]:
         run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in hashes]
-    return [with_references(later, refs)] if hashes else []
+    return [references.applied(later)] if hashes else []
+
+
+def replay_store(store: Path) -> list[Night]:
+    """Every stored session of a results store, oldest first, judged again as `mpimatrix
+    run` judged it: its stored confirmation, the nights before it for the watch rule, the
+    references `mpimatrix bless` wrote there (the verdicts must be the live gate's)."""
+    refset = ReferenceSet.of_store(store)
+    reports = sorted(stored_sessions(store),
+                     key=lambda r: r["session_info"].get("time_start_unix", 0))
+    nights: list[Night] = []
+    for report in reports:
+        confs = [load(c) for c in confirmations(store, report)]
+        earlier = [(n.session, n.confirmations) for n in reversed(nights)]
+        nights.append(judge_night(refset.applied(report), confs, refset, earlier))
+    return nights
 
 
 def noise_table(reports: list[dict]) -> None:
@@ -116,18 +136,17 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                         min_builds=DEFAULT_POLICY.min_builds if against_host else 10**6)
     blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
                                None, references.CommentedMap(), {}, policy)
-    refs = blessed.refs
+    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
     alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
     nights = Counter()  # unchanged sessions red with the watch rule and without it
     # the nights so far, for the watch rule (results/watch.py)
-    history = [(load(with_references(passes(r, 0, judged_passes), refs)), [])
-               for r in bless_from]
+    history = [(refset.applied(passes(r, 0, judged_passes)), []) for r in bless_from]
     for report, stored in judged:
         inj = injected_of(report)
-        session = load(with_references(passes(report, 0, judged_passes), refs))
-        conf = [load(c) for c in confirmation_of(report, judged_passes, stored, refs, policy)]
-        alone = gate.judge(session, conf, blessed.stats, policy)
-        j = watch.apply(session, alone, reversed(history), blessed.stats, None, policy)
+        session = refset.applied(passes(report, 0, judged_passes))
+        conf = confirmation_of(report, judged_passes, stored, refset)
+        night = judge_night(session, conf, refset, reversed(history))
+        j, alone = night.judgement, night.alone
         history.append((session, conf))
         if not inj:
             nights["n"] += 1
@@ -168,9 +187,9 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
             f"HOST in {hosts} of {len(judged)} sessions")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("store", type=Path, help="results store of gate_error_rates.py")
+def main(argv=None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p.add_argument("store", type=Path, help="results store of `mpimatrix validate gate`")
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions blessed from")
     p.add_argument("--passes", type=int, default=3, help="passes per session the gate judges")
     d = DEFAULT_POLICY
@@ -181,6 +200,10 @@ def main(argv=None) -> int:
     p.add_argument("--spread", action="store_true", help="bless from unchanged sessions "
                    "spread over the experiment (every other one) instead of the first B")
     args = p.parse_args(argv)
+    if not (args.store / "reports").is_dir():
+        print(f"{args.store}: not a results store (no reports/ in it); give the --results "
+              "folder of `mpimatrix validate gate`", file=sys.stderr)
+        return 2
     files = sorted(f for f in (args.store / "reports").glob("*.json")
                    if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
     reports = [load_report(f) for f in files]

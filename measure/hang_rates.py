@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How often an MPI hangs or crashes per layout on the emulated cluster.
 
-usage: benchmarks/hang_rates.py --build mpich-4.0.2-debian [--layouts internode 2x2 4x1 4x2]
+usage: measure/hang_rates.py --build mpich-4.0.2-debian [--layouts internode 2x2 4x1 4x2]
            [--methods srun build-mpiexec] [--runs 30] [--timeout 45] [--dir /tmp/mmc-h]
 
 Needs root. Brings up a cluster with as many nodes as the largest layout (or uses
@@ -30,8 +30,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from mpimatrix.builds.sources import load_builds
 from mpimatrix.placement import INTERNODE, INTRANODE, Placement

@@ -10,10 +10,10 @@ largest process, and the sum over Spack's processes at any one time), the load
 average before and after, and the busiest processes of the machine before it
 started: figures taken under load overstate, so every run says how busy it was.
 
-    python benchmarks/concretize_time.py                     # cold, then warm
-    python benchmarks/concretize_time.py --runs cold,warm,warm,cold,warm
-    python benchmarks/concretize_time.py --runs cold --fresh-indexes
-    python benchmarks/concretize_time.py --spec 'mpimatrix-benchmarks %%c,cxx=gcc ^mpich@4.0.2'
+    python measure/concretize_time.py                     # cold, then warm
+    python measure/concretize_time.py --runs cold,warm,warm,cold,warm
+    python measure/concretize_time.py --runs cold --fresh-indexes
+    python measure/concretize_time.py --spec 'mpimatrix-benchmarks %%c,cxx=gcc ^mpich@4.0.2'
 
 cold  = an empty concretization cache (concretizer:concretization_cache:url set to a
         new directory): every root is solved; Spack's package indexes (built once per
@@ -43,7 +43,6 @@ from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.builds.spack import site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
 

@@ -12,8 +12,8 @@ WATCH lines, the nights that ended red (and how many would without the watch rul
 the values that made them red.
 No new runs.
 
-    python benchmarks/unchanged_nights.py
-    python benchmarks/unchanged_nights.py --report a.json --report b.json ...   # in run order
+    mpimatrix validate unchanged
+    mpimatrix validate unchanged --report a.json --report b.json ...   # in run order
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+from ..results import gate, references
+from ..results.measurements import load, with_references
+from ..results.night import judge_night, to_confirm
+from ..results.policy import DEFAULT_POLICY, GatePolicy
+from ..results.reference_set import ReferenceSet
+from ..results.sessions import load_report
 
-from mpimatrix.results import gate, references, watch  # noqa: E402
-from mpimatrix.results.measurements import load, with_references  # noqa: E402
-from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy  # noqa: E402
-from mpimatrix.results.sessions import load_report  # noqa: E402
-
-RECORDED = ROOT / "tests" / "fixtures" / "reports"
+#: seven six-pass quick sessions of a quiet machine (in a checkout: tests/fixtures)
+RECORDED = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "reports"
 
 
 def recorded_halves() -> list[dict]:
@@ -51,47 +51,48 @@ def recorded_halves() -> list[dict]:
     return out
 
 
-def confirmation(sessions: list[dict], k: int, blessed, policy: GatePolicy = DEFAULT_POLICY
-                 ) -> dict | None:
+def confirmation(sessions: list[dict], k: int, refset: ReferenceSet) -> dict | None:
     """Session k's confirmation: the next session's passes of the test cases the gate
-    would measure again (None when it would measure none), against the blessed
-    references."""
-    night = with_references(sessions[k], blessed.refs)
-    again = {c.hashcode for c in gate.failed_first(night, blessed.stats, policy)}
+    would measure again (results.night.to_confirm; None when it would measure none),
+    against the blessed references."""
+    again = {c.hashcode for c in to_confirm(refset.applied(sessions[k]), refset)}
     if not again:
         return None
-    conf = with_references(sessions[k + 1], blessed.refs)
+    conf = copy.deepcopy(sessions[k + 1])
     for run in conf["runs"]:
         run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-    return conf
+    return with_references(conf, refset.refs)
 
 
 def judged_nights(sessions: list[dict], bless: int, floor: float,
                   policy: GatePolicy = DEFAULT_POLICY):
-    """Bless from the first `bless` sessions, then judge each later one as a nightly would:
-    the next session as its confirmation (only the test cases the gate measures again),
-    and the watch rule against the nights before it. Yields (index, the bless, the
-    judgement without the watch rule, with it)."""
+    """Bless from the first `bless` sessions, then judge each later one as a nightly would
+    (results.night.judge_night): the next session as its confirmation (only the test cases
+    the gate measures again), and the watch rule against the nights before it. Yields
+    (index, the bless, the judgement without the watch rule, with it)."""
     blessed = references.bless(sessions[:bless], floor, None, references.CommentedMap(), {},
                                policy)
-    history = [(load(with_references(s, blessed.refs)), []) for s in sessions[:bless]]
+    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
+    history = [(refset.applied(s), []) for s in sessions[:bless]]
     for k in range(bless, len(sessions) - 1):
-        night = load(with_references(sessions[k], blessed.refs))
-        conf = confirmation(sessions, k, blessed, policy)
+        night = refset.applied(sessions[k])
+        conf = confirmation(sessions, k, refset)
         confs = [load(conf)] if conf else []
-        alone = gate.judge(night, confs, blessed.stats, policy)
-        judged = watch.apply(night, alone, reversed(history), blessed.stats, None, policy)
+        judged = judge_night(night, confs, refset, reversed(history))
         history.append((night, confs))
-        yield k, blessed, alone, judged
+        yield k, blessed, judged.alone, judged.judgement
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("--report", action="append", help="ReFrame JSON report, in run order "
                    "(default: the recorded quiet-machine sessions)")
     p.add_argument("--bless", type=int, default=5, help="sessions blessed from (5)")
     p.add_argument("--floor", type=float, default=DEFAULT_POLICY.value_floor)
     args = p.parse_args(argv)
+    if not args.report and not RECORDED.is_dir():
+        sys.exit(f"no recorded sessions at {RECORDED} (a checkout's tests/fixtures): give "
+                 "--report FILE for each session, in run order")
     sessions = [load_report(Path(r)) for r in args.report] if args.report else recorded_halves()
     if len(sessions) < args.bless + 2:
         sys.exit(f"need at least {args.bless + 2} sessions (bless from {args.bless}, then a "

@@ -11,10 +11,10 @@ whole build and in each of its values' series; the changes it reported for the
 other builds, as wholes and per value (none is the goal); and the host's own changes
 (each build's series is judged against the host, results/history.py).
 
-    python benchmarks/history_detection.py                  # 12 sessions, step at 6
-    python benchmarks/history_detection.py --mode compare   # 3 passes, as the nightly
-    python benchmarks/history_detection.py --analyse /tmp/mpimatrix-history-...   # no new runs
-    python benchmarks/change_point_compare.py <store>/reports/quick-*.json   # Otava vs ruptures
+    mpimatrix validate history                  # 12 sessions, step at 6
+    mpimatrix validate history --mode compare   # 3 passes, as the nightly
+    mpimatrix validate history --analyse /tmp/mpimatrix-history-...   # no new runs
+    python measure/change_point_compare.py <store>/reports/quick-*.json   # Otava vs ruptures
 """
 
 from __future__ import annotations
@@ -28,12 +28,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from mpimatrix.results import history
-from mpimatrix.results.measurements import load
-from mpimatrix.results.sessions import load_report
-
-MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+from ..results import history
+from ..results.measurements import load
+from ..results.sessions import load_report
+from .command import MPIMATRIX
 
 
 def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> None:
@@ -77,8 +75,8 @@ def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> N
         print(f"  {c.line()}")
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, prog: str | None = None) -> int:
+    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument("--sessions", type=int, default=12)
     p.add_argument("--step-at", type=int, default=6, help="first injected session (1-based)")
     p.add_argument("--slowdown", type=float, default=0.15)

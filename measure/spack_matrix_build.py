@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The cold build time of every kit row, row by row, and what Spack recorded of each build.
 
-    python benchmarks/spack_matrix_build.py --install-tree /tmp/cold   # truly cold
-    python benchmarks/spack_matrix_build.py                  # into Spack's own tree
-    python benchmarks/spack_matrix_build.py --env /tmp/kitenv/env --row '<spec>' ...
-    python benchmarks/spack_matrix_build.py --from-times --lock /tmp/kitenv/env/spack.lock
+    python measure/spack_matrix_build.py --install-tree /tmp/cold   # truly cold
+    python measure/spack_matrix_build.py                  # into Spack's own tree
+    python measure/spack_matrix_build.py --env /tmp/kitenv/env --row '<spec>' ...
+    python measure/spack_matrix_build.py --from-times --lock /tmp/kitenv/env/spack.lock
 
 Build: the environment is a fresh copy of spack.yaml with the kit's rows
 (builds/spack/kit.py KIT_ROWS) concretized with --fresh, as tests/test_spack_kit.py does,
@@ -38,17 +38,14 @@ import time
 from pathlib import Path
 
 import yaml
+from concretize_time import busiest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.builds.spack import activation, buildcache, site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.installed import spack_env_args
 from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources
 from mpimatrix.builds.spack.lockfile import Lock, read_lock
 from mpimatrix.paths import offline_kit
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from concretize_time import busiest
 
 
 def cpu_busy() -> float:

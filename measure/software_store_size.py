@@ -2,7 +2,7 @@
 """Size of the software store (results/software/) per stored session: what keeping
 each session's software record and Spack lock costs a results store.
 
-    python benchmarks/software_store_size.py [RESULTS_DIR]   # default: the project's results/
+    python measure/software_store_size.py [RESULTS_DIR]   # default: the project's results/
 
 Printed: sessions (not confirmations) in the store's reports, distinct software records
 and locks with their sizes, bytes per session, and what an unchanged night adds.
@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
 from mpimatrix.results.software_store import software_dir  # noqa: E402
 
 

@@ -3,15 +3,15 @@
 
 By default the session is the multi-node, two-fabric session derived from the recorded
 real `--mode compare` run (tests/fixtures/reports/compare-local-5builds.json.gz; see
-benchmarks/derived_session.py): 452 test cases over 5 layouts and 2 partitions, 3 runs
+src/mpimatrix/validation/derived_session.py): 452 test cases over 5 layouts and 2 partitions, 3 runs
 each (1356 test case records). Prints the size of the session and of the report, and the
 wall-clock and CPU time (this process and its drawing workers) of each repeat, with
 their median, min and max.
 
-    python benchmarks/report_time.py                     # derived session, 3 repeats
-    python benchmarks/report_time.py --layouts 3          # 2 partitions x 3 layouts: 276 cases
-    python benchmarks/report_time.py --repeats 5 --jobs 1
-    python benchmarks/report_time.py --report results/reports/latest.json [--derive]
+    python measure/report_time.py                     # derived session, 3 repeats
+    python measure/report_time.py --layouts 3          # 2 partitions x 3 layouts: 276 cases
+    python measure/report_time.py --repeats 5 --jobs 1
+    python measure/report_time.py --report results/reports/latest.json [--derive]
 """
 
 from __future__ import annotations
@@ -28,12 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from derived_session import LAYOUTS, derive, prices  # noqa: E402
-
 from mpimatrix.results.report import make_report, write  # noqa: E402
 from mpimatrix.results.report.render import workers  # noqa: E402
+from mpimatrix.validation.derived_session import LAYOUTS, derive, prices  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "reports" / "compare-local-5builds.json.gz"
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How long Spack takes to build the kit's part of the matrix, and CI from a fresh clone.
 
-    python benchmarks/spack_build_times.py [--warm N]     # cold install, then N warm runs
-    python benchmarks/spack_build_times.py --ci            # .ci/run on a fresh clone
+    python measure/spack_build_times.py [--warm N]     # cold install, then N warm runs
+    python measure/spack_build_times.py --ci            # .ci/run on a fresh clone
 
 Install: the kit environment (spack.yaml with debian-local, specs = the rows the kit's
 sources serve: OSU and IMB on Debian's Open MPI and MPICH, MVAPICH2 built from source
@@ -33,7 +33,6 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from mpimatrix.builds.spack import activation, site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources

@@ -23,8 +23,8 @@ import copy
 import math
 import uuid as uuidlib
 
-from mpimatrix.placement import Placement
-from mpimatrix.suites.imb.catalogue import BY_KEY
+from ..placement import Placement
+from ..suites.imb.catalogue import BY_KEY
 
 LAYOUTS = (Placement(1, 2, "intranode"), Placement(2, 1, "internode"), Placement(2, 2),
            Placement(4, 1), Placement(4, 2))

@@ -1,0 +1,50 @@
+"""`mpimatrix validate`: the experiments as product commands (the nights judged through
+results.night.judge_night, as `mpimatrix run` judges them)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+
+
+def validate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([MPIMATRIX, "validate", *args], capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_unchanged_nights_on_the_recorded_sessions():
+    """The 14 recorded quiet-machine halves: blessed from 5, 8 nights judged (the last
+    one is only a confirmation); each night's line and the count of red ones."""
+    proc = validate("unchanged")
+    assert proc.returncode == 0, proc.stderr
+    nights = re.findall(r"^night (\d+): (\d+) values gated, (\d+) REGRESSION line\(s\), "
+                        r"(\d+) on watch$", proc.stdout, re.M)
+    assert [int(n[0]) for n in nights] == list(range(6, 14)), proc.stdout
+    assert all(int(n[1]) > 0 for n in nights)
+    red = sum(int(n[2]) > 0 for n in nights)
+    assert re.search(rf"^unchanged nights red: {red} of 8 \(\d+%\); without the watch rule "
+                     r"\d+ of 8; blessed from 5 sessions, \d+ values gated$", proc.stdout,
+                     re.M), proc.stdout
+
+
+def test_replay_of_a_folder_that_is_no_store_says_so(tmp_path):
+    proc = validate("replay", str(tmp_path))
+    assert proc.returncode == 2
+    assert f"{tmp_path}: not a results store (no reports/ in it)" in proc.stderr
+
+
+def test_an_unknown_experiment_lists_the_known_ones():
+    proc = validate("nightly")
+    assert proc.returncode == 2
+    assert "choose from 'gate', 'history', 'replay', 'unchanged'" in proc.stderr
+
+
+def test_each_experiment_has_its_own_help():
+    for name in ("gate", "history", "replay", "unchanged"):
+        proc = validate(name, "--help")
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"usage: mpimatrix validate {name} "), proc.stdout
