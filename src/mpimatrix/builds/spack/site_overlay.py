@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -31,6 +32,38 @@ def generated_dir(root: Path | None = None) -> Path:
 
 class ShimError(Exception):
     pass
+
+
+def _spec_version(spec: str) -> str:
+    """'openmpi@4.1.4~cuda+pmi fabrics=...' -> '4.1.4' ('' without a version)."""
+    head = spec.split()[0] if spec.split() else ""
+    version = head.partition("@")[2].lstrip("=")
+    return re.split(r"[~+%^ ]", version, maxsplit=1)[0]
+
+
+def external_releases(site: str, root: Path | None = None) -> dict[str, tuple[str, ...]]:
+    """The versions a site provides as externals, per package: its shims (shims.yaml)
+    and the `externals` of its packages.yaml."""
+    out: dict[str, set[str]] = {}
+    here = overlay_dir(site, root)
+    for name in ("shims.yaml", "packages.yaml"):
+        try:
+            data = yaml.safe_load((here / name).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        if name == "shims.yaml":
+            pairs = [(sh.get("package", ""), sh.get("spec", ""))
+                     for sh in (data.get("shims") or {}).values() if isinstance(sh, dict)]
+        else:
+            pairs = [(pkg, ext.get("spec", ""))
+                     for pkg, conf in (data.get("packages") or {}).items()
+                     if isinstance(conf, dict)
+                     for ext in conf.get("externals") or [] if isinstance(ext, dict)]
+        for pkg, spec in pairs:
+            version = _spec_version(str(spec))
+            if pkg and version:
+                out.setdefault(pkg, set()).add(version)
+    return {pkg: tuple(sorted(vs)) for pkg, vs in out.items()}
 
 
 def _expand_links(links: dict[str, str]) -> list[tuple[str, str]]:
