@@ -21,4 +21,5 @@ if [ -n "$kit" ]; then
     .venv/bin/mpimatrix spack setup --kit "$kit"
 fi
 .venv/bin/ruff check src tests reframe_checks site_config measure
+.venv/bin/mypy   # the type check of src/mpimatrix/results ([tool.mypy] in pyproject.toml)
 exec .venv/bin/pytest "$@"

@@ -131,6 +131,7 @@ class ValueVerdict:
         if self.change is None:
             return "n/a"
         if self.share:
+            assert self.reference is not None  # a change is against a reference
             return f"{self.value - self.reference:+.1f} points"
         return f"{self.change:+.0%}"
 
@@ -274,8 +275,10 @@ def _measured(session: Session, stats: dict | None, policy: GatePolicy
     return {k: replace(v, samples=tuple(samples[k])) for k, v in out.items()}
 
 
-def _confirmed(confirmations: list[Session], measured: dict) -> dict[ValueKey, tuple]:
-    """The confirmation sessions' samples of the session's values."""
+def _confirmed(confirmations: list[Session], measured: dict
+               ) -> dict[ValueKey | None, tuple]:
+    """The confirmation sessions' samples of the session's values (looked up by a
+    verdict's key, which may be None)."""
     out: dict[ValueKey, list[float]] = {}
     for conf in confirmations:
         for case in conf.cases:

@@ -43,6 +43,7 @@ class Host:
         return self.factor is not None and self.factor > 1 + self.tolerance
 
     def line(self) -> str:
+        assert self.factor is not None  # a slow host's line (summary.host_lines)
         each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))
         return (f"HOST {self.partition}: every build {self.factor - 1:+.0%} against its "
                 f"references at once (median slowdown per build: {each}); values were "

@@ -173,9 +173,9 @@ def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> l
             continue
         bounds = [0, *sorted(c.index for c in change_points(h, policy=policy)),
                   len(h.points)]
-        for a, b in itertools.pairwise(bounds):
-            level = statistics.mean(p.value for p in h.points[a:b])
-            levels.update({(p.session, part): level for p in h.points[a:b]})
+        for lo, hi in itertools.pairwise(bounds):
+            level = statistics.mean(p.value for p in h.points[lo:hi])
+            levels.update({(p.session, part): level for p in h.points[lo:hi]})
     out = []
     for s in series:
         fs = [levels.get((p.session, s.key[0])) for p in s.points]

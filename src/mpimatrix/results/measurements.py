@@ -65,7 +65,8 @@ class PerfValue:
 
 
 def _perf_values(tc: dict) -> tuple[PerfValue, ...]:
-    info = tc.get("perf_info") if isinstance(tc.get("perf_info"), dict) else {}
+    perf_info = tc.get("perf_info")
+    info = perf_info if isinstance(perf_info, dict) else {}
     out = []
     for fullvar, pv in (tc.get("perfvalues") or {}).items():
         var = fullvar.rsplit(":", 1)[-1]

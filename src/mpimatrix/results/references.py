@@ -160,7 +160,7 @@ def read(path: Path) -> tuple[CommentedMap, dict]:
     refs = CommentedMap()
     if path.exists():
         refs = _yaml().load(path.read_text()) or CommentedMap()
-    stats = {}
+    stats: dict = {}
     sp = stats_path(path)
     if sp.exists():
         stats = YAML(typ="safe").load(sp.read_text()) or {}

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TypeGuard, TypeVar
+
+_T = TypeVar("_T")
 
 
 class SessionError(Exception):
@@ -40,6 +43,7 @@ def session_mode(info: dict) -> str:
     return m.group(1) if m else ""
 
 
-def defined(value) -> bool:
-    """ReFrame writes '<undefined>' for variables a test case never set."""
+def defined(value: _T | None) -> TypeGuard[_T]:
+    """ReFrame writes '<undefined>' for variables a test case never set (True: the value
+    is not None, for the type checker)."""
     return value not in (None, "", "<undefined>")

@@ -108,6 +108,7 @@ def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
                 "changed in it cannot be said"]
     dags = []
     for lk, spack, rec in zip(locks, (so, sn), (old, new), strict=True):
+        assert isinstance(lk, Lock)  # both are (the check above)
         compiler = (rec.get("record") or {}).get("compiler", "")
         roots = build_roots(lk, spack.get("dag_hash", ""), compiler)
         roots += [h for h in (spack.get("benchmarks") or {}).values() if h not in roots]

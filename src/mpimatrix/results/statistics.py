@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -29,7 +30,7 @@ def kind_of(unit: str, higher_is_better: bool) -> str:
     return RATE if higher_is_better else TIME
 
 
-def best(samples: list[float], higher_is_better: bool) -> float:
+def best(samples: Sequence[float], higher_is_better: bool) -> float:
     """The best sample: the largest rate, the smallest time. Interference on a node
     only slows a run down, so the best of a session's passes is its least disturbed."""
     return max(samples) if higher_is_better else min(samples)

@@ -51,9 +51,9 @@ def apply(session: Session, judged: Judgement, earlier: Iterable[Night], stats: 
     return Judgement(verdicts, judged.hosts, judged.builds)
 
 
-def outside_before(session: Session, keys: set[ValueKey], earlier: Iterable[Night],
+def outside_before(session: Session, keys: set[ValueKey | None], earlier: Iterable[Night],
                    stats: dict | None, refs: dict | None = None,
-                   policy: GatePolicy = DEFAULT_POLICY) -> dict[ValueKey, str]:
+                   policy: GatePolicy = DEFAULT_POLICY) -> dict[ValueKey | None, str]:
     """For each value: the UUID (8 characters) of the newest earlier session that
     measured it, when the value was outside its tolerance there; "" when it was not."""
     pending, out, looked = set(keys), {}, 0

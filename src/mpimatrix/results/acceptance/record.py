@@ -47,7 +47,9 @@ def plot(rv: RequirementVerdict) -> dict | None:
         colour = PALETTE[i % len(PALETTE)]
         ax.plot(b.samples, [i] * len(b.samples), "o", color=colour, alpha=0.6, ms=4)
         if b.low is not None:
+            assert b.high is not None  # an interval has both ends (verdicts.build_verdict)
             ax.plot([b.low, b.high], [i, i], "-", color=colour, lw=5, alpha=0.35)
+        assert b.median is not None  # a build with samples has a median
         ax.plot([b.median], [i], "|", color="black", ms=14)
     ax.axvline(req.bound, color="#D55E00", ls="--", lw=1.5)
     ax.set_yticks(range(len(builds)), [b.build for b in builds])
@@ -102,7 +104,7 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
     overall = (f"{counts[MET]} of {len(verdicts)} requirement(s) met, {counts[NOT_MET]} not "
                f"met, {counts[INCONCLUSIVE]} inconclusive, {unmeasured} not measured")
     worst = next((v for v in (NOT_MET, INCONCLUSIVE) if counts[v]), MET)
-    builds = {}
+    builds: dict[str, dict] = {}
     for s in sessions:
         for c in s.cases:
             builds.setdefault(c.build, {"name": c.build, "spec": c.tc.get("build_spec") or "-",

@@ -148,8 +148,8 @@ def measured_sizes(suite: str, benchmark: str) -> list[int] | None:
     if suite == "osu":
         bench = OSU_BY_NAME[benchmark]
         return expected_sizes(bench, "full") if bench.sized else None
-    bench = IMB_BY_KEY[benchmark]
-    return bench.table_sizes(IMB_SIZES["full"]) if bench.sized else None
+    imb = IMB_BY_KEY[benchmark]
+    return imb.table_sizes(IMB_SIZES["full"]) if imb.sized else None
 
 
 def _size(raw: dict, suite: str, benchmark: str, where: str) -> int | None:

@@ -121,7 +121,7 @@ def requirement_samples(req: Requirement, sessions: list[Session],
     return out
 
 
-def _disturbed_by_build(req: Requirement, sessions: list[Session], system: str,
+def _disturbed_by_build(req: Requirement, sessions: list[Session], system: str | None,
                         scope: Scope) -> dict[str, list[str]]:
     """{build: UUIDs of the disturbed sessions its samples come from}."""
     out: dict[str, list[str]] = {}

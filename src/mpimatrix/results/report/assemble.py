@@ -7,6 +7,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from ...units import human_size
 from ..night import judge_night
@@ -157,8 +158,8 @@ def layout_section(cv, colours: Colours) -> dict:
 def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None) -> dict:
     lines = data.lines()
     base = compare.choose_baseline(lines, wanted)
-    out = {"baseline": colours.label(base) if base else "", "compare_plots": [],
-           "compare_rows": [], "compare_counts": {}, "baseline_missing": ""}
+    out: dict = {"baseline": colours.label(base) if base else "", "compare_plots": [],
+                 "compare_rows": [], "compare_counts": {}, "baseline_missing": ""}
     if wanted and base is None:
         out["baseline_missing"] = (f"no build {wanted!r} in the current session; builds: "
                                    + ", ".join(sorted({ln.build for ln in lines})))
@@ -187,13 +188,14 @@ def trend_section(data: ReportData, colours: Colours, change_points, limit: int)
     out["trend_plots"] = [Job(trend_plot, (g, groups[g], colours, changes, starts))
                           for g in chosen]
     out["trend_total"] = len(groups)
-    out["trend_rows"] = sorted(
+    rows: list[dict[str, Any]] = sorted(
         ({"build": colours.label(Line(s.build, s.partition)), "check": s.check,
           "placement": s.placement,
           "what": s.what, "unit": s.unit, "n": len(s.points), "first": s.points[0][2],
           "last": s.points[-1][2], "ref": s.ref[0] if s.ref else None, "drift": s.drift,
           "failed": s.failed, "changes": len(s.change_points)} for s in everything),
         key=lambda r: (-r["changes"], -r["failed"], -abs(r["drift"])))
+    out["trend_rows"] = rows
     return out
 
 

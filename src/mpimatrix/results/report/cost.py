@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -69,7 +70,7 @@ def money(value: float | None, currency: str) -> str:
     return f"{currency} {value:.{digits}f}".strip()
 
 
-def totals(cases: list[Case], prices: dict[str, Price], key) -> list[dict]:
+def totals(cases: Sequence[Case], prices: dict[str, Price], key) -> list[dict]:
     """Node-hours and cost grouped by key(case), largest first."""
     hours: dict[str, float] = defaultdict(float)
     cost: dict[str, float] = defaultdict(float)

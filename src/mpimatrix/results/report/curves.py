@@ -6,6 +6,7 @@ where they exist; unsized values (Barrier, atomics) as bars."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 
 from matplotlib.figure import Figure
 
@@ -19,7 +20,7 @@ PAIR = ("intranode", "internode")
 RefPoints = dict[tuple[str, str, Line, bool], list[tuple[float, float, float, float]]]
 
 
-def reference_points(cases: list[Case]) -> RefPoints:
+def reference_points(cases: Sequence[Case]) -> RefPoints:
     """The references of the sized performance values, with their tolerance band."""
     out: RefPoints = defaultdict(list)
     seen = set()
@@ -126,8 +127,8 @@ def unsized_plot(cv: Curves, colours: Colours) -> Plot | None:
     rows: dict[str, dict[str, dict[Line, Point]]] = defaultdict(dict)
     for (bench, table), cols in sorted(cv.items()):
         col = next(iter(cols))
-        for pl, lines in cols[col].items():
-            for line, pts in lines.items():
+        for pl, per_line in cols[col].items():
+            for line, pts in per_line.items():
                 if pts and not sized(pts):
                     name = f"{bench}{'' if table == 'default' else ' ' + table}"
                     rows[pl].setdefault(name, {})[line] = pts[0]
@@ -143,7 +144,9 @@ def unsized_plot(cv: Curves, colours: Colours) -> Plot | None:
     h = 0.8 / max(1, len(lines))
     for ax, pl in zip(axes, placements, strict=False):
         for k, line in enumerate(lines):
-            ys, mids, errs = [], [], [[], []]
+            ys: list[float] = []
+            mids: list[float] = []
+            errs: list[list[float]] = [[], []]
             for i, n in enumerate(names):
                 p = rows[pl].get(n, {}).get(line)
                 if p is not None:

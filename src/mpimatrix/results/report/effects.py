@@ -91,7 +91,7 @@ class Pair:
     def context(self) -> str:
         """What the two builds share, '?' for an axis neither recorded."""
         held = HELD[self.axis]
-        words = []
+        words: list[str] = []
         for k in held:
             v = self.ax_a.shown(k)
             if k == "version" and "family" in held:
@@ -231,6 +231,7 @@ def cell(e: Effect, pair: Pair) -> dict:
     if e.status == "one-pass":
         out["note"] = "one pass: no interval"
     else:
+        assert e.low is not None and e.high is not None  # not one-pass: an interval
         out["interval"] = f"[{signed(e.low)}, {signed(e.high)}]"
         if e.status == "spans0":
             out["note"] = "not resolved: interval spans 0"
@@ -244,7 +245,7 @@ def cell(e: Effect, pair: Pair) -> dict:
 def effect_tables(cv: Curves, lines: list[Line], axes: dict[str, Axes], label) -> list[dict]:
     """Per pair: its title, what it holds equal, its two builds (label(line)) and a row per
     benchmark and placement with a cell per representative size."""
-    out = []
+    out: list[dict] = []
     for pair in pairs(lines, axes):
         found = effects(cv, pair)
         if not found:

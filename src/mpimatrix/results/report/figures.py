@@ -8,6 +8,7 @@ import io
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
@@ -19,11 +20,14 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 from ...units import human_size
 from .styles import PALETTE, Colours
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 __all__ = ["PALETTE", "Colours", "Plot", "grid", "legend_below", "log_y", "plain_log",
            "size_axis", "slug", "to_plot"]
 
 DPI = 80
-STYLE = {
+STYLE: dict[RcKeyType, Any] = {
     "font.size": 9, "axes.titlesize": 10, "axes.labelsize": 9, "legend.fontsize": 8,
     "xtick.labelsize": 8, "ytick.labelsize": 8, "axes.grid": True, "grid.alpha": 0.3,
     "axes.spines.top": False, "axes.spines.right": False, "figure.dpi": DPI,

@@ -7,6 +7,7 @@ dicts with the same keys (by default judge.gate_verdicts: results.gate's verdict
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ...units import human_size
@@ -34,7 +35,7 @@ class Verdict:
         return from_mapping(cls, item)
 
 
-def describe(v: Verdict, cases: list[Case]) -> dict:
+def describe(v: Verdict, cases: Sequence[Case]) -> dict:
     """A verdict as a table row: names from the test case, size and change spelled out."""
     case = next((c for c in cases if c.tc["environ"] == v.environ
                  and c.tc.get("ref_key") == v.ref_key), None)
@@ -54,7 +55,7 @@ def not_gated(stats: dict | None) -> list[dict]:
     """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
     bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
     {median, spread, n, gated, reason}}}}}})."""
-    out = []
+    out: list[dict] = []
     if not isinstance(stats, dict):
         return out
     for cls, parts in stats.items():
@@ -100,7 +101,7 @@ def failures(s: Session) -> list[dict]:
 
 
 def expected_failures(s: Session) -> list[dict]:
-    seen = {}
+    seen: dict[tuple[str, str, str], str] = {}
     for c in s.cases:
         if c.tc.get("result") == "xfail":
             seen.setdefault((c.line.build, c.check, c.placement), " ".join(
@@ -126,7 +127,7 @@ def builds(data: ReportData) -> list[dict]:
         per[c.tc["environ"]].append(c)
     out = []
     for env, cases in sorted(per.items()):
-        results = defaultdict(int)
+        results: defaultdict[str, int] = defaultdict(int)
         for c in cases:
             # ReFrame fails a pass outside its reference; the gate (Regressions) judges those
             results["outside in a pass" if outside_only(c) else c.tc.get("result", "?")] += 1

@@ -8,6 +8,7 @@ import itertools
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .model import Case, Line
@@ -63,7 +64,7 @@ def table_columns(rows: list[dict]) -> list[str]:
     return [c for c in out if c]
 
 
-def curves(cases: list[Case]) -> Curves:
+def curves(cases: Sequence[Case]) -> Curves:
     """The size curves of the passing test cases, pooled over the repetitions."""
     acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))))

@@ -4,28 +4,42 @@ partition draws hollow markers (and, when every build has one fabric, its own da
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
+
 import matplotlib
-from matplotlib.colors import to_hex, to_rgb
+from matplotlib.colors import ListedColormap, to_hex, to_rgb
 from matplotlib.lines import Line2D
 
 from .axes import Axes, axes_of_name
 from .model import Line
 
+if TYPE_CHECKING:
+    from matplotlib.typing import LineStyleType, RGBColorType
+
+
+def _tab10() -> Sequence[RGBColorType]:
+    """matplotlib's tab10 colours (its stubs type a colormap as a Colormap, and the colours
+    of a ListedColormap as any array: they are RGB tuples)."""
+    return cast("Sequence[RGBColorType]",
+                cast(ListedColormap, matplotlib.colormaps["tab10"]).colors)
+
+
 #: Colour-blind safe palette (Okabe-Ito), then matplotlib's tab10.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
-           "#F0E442", *matplotlib.colormaps["tab10"].colors]
+           "#F0E442", *_tab10()]
 #: One hue per MPI family (Okabe-Ito); builds of other families take the rest in turn.
 FAMILY_COLOURS = {"openmpi": "#0072B2", "mpich": "#D55E00", "mvapich2": "#009E73",
                   "mvapich": "#E69F00", "impi": "#CC79A7"}
-OTHER_COLOURS = ["#000000", "#56B4E9", *matplotlib.colormaps["tab10"].colors]
-DASHES = ["-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 3))]
+OTHER_COLOURS = ["#000000", "#56B4E9", *_tab10()]
+DASHES: list[LineStyleType] = ["-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)), (0, (1, 3))]
 #: The same fabric class has the same dash in every report; other classes take the rest.
-FABRIC_DASHES = {"ucx": "-", "ofi": "--", "tcp": ":", "verbs": "-."}
+FABRIC_DASHES: dict[str, LineStyleType] = {"ucx": "-", "ofi": "--", "tcp": ":", "verbs": "-."}
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
 HATCHES = ["", "////", "....", "xxxx"]
 
 
-def shade(colour: str, k: int, n: int) -> str:
+def shade(colour: RGBColorType, k: int, n: int) -> RGBColorType:
     """The k-th of n shades of a colour: from darker (toward black) to lighter (toward
     white), the colour itself in the middle; one shade is the colour."""
     if n <= 1:
@@ -33,7 +47,8 @@ def shade(colour: str, k: int, n: int) -> str:
     t = -0.45 + 0.9 * k / (n - 1)  # -0.45 .. +0.45
     rgb = to_rgb(colour)
     target = 1.0 if t > 0 else 0.0
-    return to_hex(tuple(c + abs(t) * (target - c) for c in rgb))
+    return to_hex(cast("tuple[float, float, float]",  # one per channel of rgb
+                       tuple(c + abs(t) * (target - c) for c in rgb)))
 
 
 class Colours:
@@ -56,7 +71,9 @@ class Colours:
         compilers = sorted({a.compiler for a in self.axes.values()})
         self.by_fabric = len(fabrics) > 1
         spare = iter([d for d in DASHES if d not in FABRIC_DASHES.values()] * len(fabrics))
-        self.fabric_dash = {f: FABRIC_DASHES.get(f) or next(spare) for f in fabrics}
+        # `| None`: mypy's type of `get(f) or next(spare)` (which is never None)
+        self.fabric_dash: dict[str, LineStyleType | None] = {
+            f: FABRIC_DASHES.get(f) or next(spare) for f in fabrics}
         self.marker_of = {c: MARKERS[i % len(MARKERS)] for i, c in enumerate(compilers)}
         self.dash = {p: DASHES[i % len(DASHES)] for i, p in enumerate(parts)}
         self.hatch = {p: HATCHES[i % len(HATCHES)] for i, p in enumerate(parts)}

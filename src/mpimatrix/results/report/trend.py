@@ -112,7 +112,8 @@ def series(data: ReportData, gated_only: bool) -> list[Series]:
 def provenance_changes(data: ReportData) -> dict[str, list[tuple[float, str]]]:
     """Per environment: (start of the first session after a change, what changed)."""
     out: dict[str, list[tuple[float, str]]] = defaultdict(list)
-    prev_lock, prev_hash = None, {}
+    prev_lock = None
+    prev_hash: dict[str, str] = {}
     for s in data.sessions:
         lock = s.lock
         if prev_lock is not None and lock != prev_lock:
