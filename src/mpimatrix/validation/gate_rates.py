@@ -136,6 +136,9 @@ def main(argv=None, prog: str | None = None) -> int:
     p.add_argument("--reframe", default="", help="extra ReFrame options (one string)")
     p.add_argument("--results", help="results store (default: a new one under /tmp)")
     p.add_argument("--json", help="write the raw figures here too")
+    p.add_argument("--include-disturbed", action="store_true", help="bless from sessions "
+                   "other programs disturbed too (a smoke run on a busy machine: its figures "
+                   "then measure those programs as well)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted experiment "
                    "in --results: its stored sessions are used where they fit the schedule")
     p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
@@ -160,10 +163,17 @@ def main(argv=None, prog: str | None = None) -> int:
     if not (args.resume and ReferenceSet.of_store(results).stats):
         env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
         out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
+                              *(["--include-disturbed"] if args.include_disturbed else []),
                               *[a for r in bless_reports
                                 for a in ("--session", r["session_info"]["uuid"])]],
                              env=env, capture_output=True, text=True)
-        print(out.stdout.splitlines()[0] if out.stdout else out.stderr[-500:], flush=True)
+        if out.returncode != 0:  # without references every later verdict would be empty
+            print(f"{out.stdout}{out.stderr}mpimatrix validate gate: bless failed (rc "
+                  f"{out.returncode}); the sessions are in {results}: `--resume` after "
+                  "fixing it", file=sys.stderr, flush=True)
+            return out.returncode
+        print("\n".join(ln for ln in out.stdout.splitlines()
+                        if not ln.startswith("mpimatrix bless: left out")), flush=True)
     builds = builds_of(bless_reports[0])
     stored = stored[args.bless:]
     unchanged: Counter = Counter()
