@@ -140,3 +140,25 @@ def test_no_code_sets_another_modules_globals(path):
     """The gate replay once switched host judging off with `host.MIN_BUILDS = 10**6`:
     settings travel as arguments (results.policy.GatePolicy), not as patched globals."""
     assert foreign_global_writes(path) == []
+
+
+def test_the_raw_record_is_read_only_in_measurements():
+    """A test case's ReFrame record (`Case.tc`) is read in results/measurements.py only:
+    everything else reads the typed properties of Case (same values, one spelling)."""
+    own = SRC / "results" / "measurements.py"
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno}"
+                 for path in sorted(SRC.rglob("*.py")) if path != own
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Attribute) and node.attr == "tc"]
+    assert offenders == [], "reads of the raw record outside measurements.py: " \
+        + ", ".join(offenders)
+
+
+#: The largest module: past it, a module holds more than one concern.
+MAX_LINES = 350
+
+
+def test_no_module_is_over_the_size_limit():
+    big = {m: n for m, p in MODULES.items()
+           if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, f"modules over {MAX_LINES} lines: {big}"

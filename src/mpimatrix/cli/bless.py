@@ -52,7 +52,7 @@ def cmd_bless(args) -> int:
                                "new ones on a quiet machine (or --include-disturbed)")
     system = args.system
     if system is None:
-        systems = {c.tc.get("system") for s in sessions for c in s.cases} - {None}
+        systems = set().union(*(s.systems for s in sessions))
         if len(systems) != 1:
             raise SessionError(f"the sessions cover systems {sorted(systems) or 'none'}; "
                                "choose one with --system")

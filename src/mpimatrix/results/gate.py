@@ -29,6 +29,7 @@ from . import host
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
 from .measurements import Case, PerfValue, Session, ValueKey, as_session, as_sessions
 from .policy import DEFAULT_POLICY, GatePolicy
+from .reference_set import blessed_record
 from .statistics import best
 
 #: Statuses, worst first. WATCH: a value alone outside its tolerance in this session
@@ -121,7 +122,7 @@ class ValueVerdict:
         return self.lower if self.higher_is_better else self.upper
 
     @property
-    def share(self) -> bool:
+    def is_share(self) -> bool:
         """A percentage (an overlap): judged in percentage points (bless's tolerance)."""
         return self.unit == "%"
 
@@ -130,7 +131,7 @@ class ValueVerdict:
         """The change against the reference: "+31%", or for a share "-12.5 points"."""
         if self.change is None:
             return "n/a"
-        if self.share:
+        if self.is_share:
             assert self.reference is not None  # a change is against a reference
             return f"{self.value - self.reference:+.1f} points"
         return f"{self.change:+.0%}"
@@ -138,7 +139,7 @@ class ValueVerdict:
     @property
     def host_judged(self) -> bool:
         """A gated time or rate: judged against the host (a percentage is neither)."""
-        return bool(self.reference) and self.unit != "%" and self.tolerance is not None
+        return bool(self.reference) and not self.is_share and self.tolerance is not None
 
     @property
     def with_build_share(self) -> float:
@@ -155,7 +156,7 @@ class ValueVerdict:
         build, +30% alone"."""
         if self.tolerance is None:
             return "none"
-        if self.share and self.reference:
+        if self.is_share and self.reference:
             return f"{self.tolerance * self.reference:+.0f} points"
         if self.with_build:
             return (f"{self.with_build_share * self.tolerance:+.0%} with the whole build, "
@@ -270,7 +271,7 @@ def _measured(session: Session, stats: dict | None, policy: GatePolicy
                 continue
             k = case.value_key(pv.var)
             if k not in out:
-                out[k] = ValueVerdict.of(case, pv, _stats_record(stats, case, pv.var), policy)
+                out[k] = ValueVerdict.of(case, pv, blessed_record(stats, case, pv.var), policy)
             samples.setdefault(k, []).append(float(pv.value))
     return {k: replace(v, samples=tuple(samples[k])) for k, v in out.items()}
 
@@ -330,14 +331,6 @@ def _with_build(v: ValueVerdict, confirmation: tuple, least: float | None,
     if trial.outside(trial.value, trial.with_build_share):
         return replace(trial, status=REGRESSION)
     return v
-
-
-def _stats_record(stats: dict | None, case: Case, var: str) -> dict:
-    """What bless wrote about the value in the statistics file ({} when nothing)."""
-    entry = ((((stats or {}).get(case.test_class) or {}).get(case.partition) or {})
-             .get(case.environ) or {})
-    rec = (entry.get(case.ref_key) or {}).get(var) or {}
-    return rec if isinstance(rec, dict) else {}
 
 
 def failed_first(session: Session | dict, stats: dict | None = None,

@@ -59,6 +59,11 @@ class Series:
     against_host: bool = False  # values divided by their session's host factor
     whole_build: bool = False  # the build's factor against the host, not one value
 
+    @property
+    def is_share(self) -> bool:
+        """A percentage (IMB's overlap): neither a time nor a rate."""
+        return self.unit == "%"
+
 
 @dataclass
 class Change:
@@ -137,7 +142,7 @@ def _slowdowns(series: list[Series]) -> dict[tuple[str, str], dict[str, list[flo
     its usual (its median over the history)]}}"""
     out: dict[tuple[str, str], dict[str, list[float]]] = {}
     for s in series:
-        if s.unit == "%" or s.build == HOST or s.whole_build:
+        if s.is_share or s.build == HOST or s.whole_build:
             continue  # overlaps are neither times nor rates
         by_session = {p.session: p.value for p in s.points}  # one point per session
         for session, x in host.against_usual(by_session, s.higher_is_better).items():
@@ -179,7 +184,7 @@ def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> l
     out = []
     for s in series:
         fs = [levels.get((p.session, s.key[0])) for p in s.points]
-        if s.unit == "%" or None in fs:
+        if s.is_share or None in fs:
             out.append(s)
             continue
         points = [replace(p, value=host.against(p.value, f, s.higher_is_better))
@@ -197,7 +202,7 @@ def change_points(series: Series, max_pvalue: float | None = None,
     E-Divisive and t-test). Percentages (IMB's overlap) are no times or rates and move
     by tens of points between sessions: not judged."""
     values = [p.value for p in series.points]
-    if len(values) < policy.min_points or series.unit == "%":
+    if len(values) < policy.min_points or series.is_share:
         return []
     pvalue = policy.max_pvalue if max_pvalue is None else max_pvalue
     return [Change(series, int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2),
@@ -252,7 +257,7 @@ def moved_with(series: Series, step: Change, build_steps: list[Change],
     end = min([float("inf"), *(t for t in others if t > at)])
     part = [k for k, t in enumerate(times) if start <= t < end]
     index = next((k for k in part if times[k] >= at), None)
-    if series.unit == "%" or index is None or not part[0] < index:
+    if series.is_share or index is None or not part[0] < index:
         return None
     upward = step.worse != series.higher_is_better  # slower: times up, rates down
     pvalue, before, after = steps.moved_at([series.points[k].value for k in part],

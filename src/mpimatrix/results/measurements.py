@@ -3,86 +3,22 @@ run: the repetitions), and each case's performance values. Bless, the gate, the
 history, the summary and the report all read these instead of the raw JSON.
 
 `load` takes a ReFrame JSON report or a session from the results database (the same
-shape); `as_session` also lets an already loaded Session through.
+shape); `as_session` also lets an already loaded Session through. A case's ReFrame
+record (`Case.tc`) is read here only: everything else reads the typed properties.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any
 
 from ..placement import Placement, placement_named
 from .sessions import defined, session_info, session_mode
-
-#: Units of rates and shares, for values recorded without perf_info.
-HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", "%", "msg/s", "Msg/sec"}
-
-
-class ValueKey(NamedTuple):
-    """One performance value of one test case, the same in every run and session."""
-
-    partition: str  # system:partition
-    environ: str
-    case: str  # the test case's name without ReFrame's %.repeat_no
-    var: str
-
-
-@dataclass(frozen=True, order=True)
-class Line:
-    """A build on a partition (one line of every plot)."""
-
-    build: str
-    partition: str  # system:partition
-
-    def label(self, many_partitions: bool) -> str:
-        return f"{self.build} ({self.partition.split(':', 1)[-1]})" if many_partitions \
-            else self.build
-
-
-@dataclass(frozen=True)
-class PerfValue:
-    """One performance value of a test case, with what it measures."""
-
-    var: str  # e.g. latency_8B
-    value: float | None
-    ref: float | None
-    lower: float | None
-    upper: float | None
-    unit: str
-    result: str  # pass, fail, xfail, ...
-    quantity: str  # e.g. latency (the variable name without size when not recorded)
-    size: int | None  # message size in bytes, when the value is for one size
-    higher_is_better: bool
-
-    @property
-    def measured(self) -> bool:
-        return self.value is not None
-
-
-def _perf_values(tc: dict) -> tuple[PerfValue, ...]:
-    perf_info = tc.get("perf_info")
-    info = perf_info if isinstance(perf_info, dict) else {}
-    out = []
-    for fullvar, pv in (tc.get("perfvalues") or {}).items():
-        var = fullvar.rsplit(":", 1)[-1]
-        meta = info.get(var) or {}
-        size = meta.get("size")
-        out.append(PerfValue(
-            var, pv[0], pv[1], pv[2], pv[3], pv[4], pv[5],
-            meta.get("quantity", var), int(size) if size not in (None, "") else None,
-            meta.get("better") == "higher" or (not meta and pv[4] in HIGHER_IS_BETTER_UNITS)))
-    return tuple(out)
-
-
-def case_name(name: str) -> str:
-    """A test case's name without ReFrame's `%.repeat_no=N` (the repetitions of one case
-    are samples of the same values)."""
-    return re.sub(r"\s*%\.repeat_no=\d+", "", name)
+from .values import Line, PerfValue, ValueKey, case_name, perf_values
 
 
 def _text(value) -> str:
@@ -91,8 +27,8 @@ def _text(value) -> str:
 
 @dataclass(frozen=True, eq=False)
 class Case:
-    """One test case of one run of a session (`tc`: ReFrame's record, for what only the
-    report's views read: curves, job nodes, failure reasons)."""
+    """One test case of one run of a session (`tc`: ReFrame's record, which only this
+    module reads)."""
 
     tc: dict = field(repr=False)
     session: str  # the session's UUID
@@ -114,6 +50,11 @@ class Case:
     def partition(self) -> str:
         """system:partition"""
         return f"{self.tc.get('system')}:{self.tc.get('partition')}"
+
+    @property
+    def partition_name(self) -> str:
+        """The partition without its system, as recorded ('' if none is)."""
+        return str(self.tc.get("partition", ""))
 
     @property
     def environ(self) -> str:
@@ -173,7 +114,57 @@ class Case:
     @property
     def measured(self) -> bool:
         """Its values are measurements: passed, or failed only their references."""
-        return self.passed or self.tc.get("fail_phase") == "performance"
+        return self.passed or self.fail_phase == "performance"
+
+    @property
+    def fail_phase(self) -> str | None:
+        """The phase it failed in (sanity, performance, ...), None if it did not fail."""
+        return self.tc.get("fail_phase")
+
+    @property
+    def fail_reason(self) -> str | None:
+        return self.tc.get("fail_reason")
+
+    @property
+    def expected_failure(self) -> str | None:
+        """Why it was expected to fail: the check's reason (ReFrame keeps none)."""
+        return self.tc.get("expected_failure")
+
+    @property
+    def failed_in_sanity(self) -> bool:
+        """It failed, aborted or erred for another reason than its references."""
+        return self.result in ("fail", "abort", "error") and self.fail_phase != "performance"
+
+    @property
+    def outside_in_performance(self) -> bool:
+        """It ran, and failed only ReFrame's performance check against its references."""
+        return self.result == "fail" and self.fail_phase == "performance"
+
+    @property
+    def is_fixture(self) -> bool:
+        return bool(self.tc.get("fixture"))
+
+    @property
+    def time_run(self) -> float:
+        """Seconds its run phase took (0.0 if not recorded)."""
+        return float(self.tc.get("time_run") or 0)
+
+    @property
+    def hosts(self) -> list:
+        """The nodes it ran on: ReFrame's hosts, else the job's node list ([] if neither)."""
+        hosts = self.tc.get("hosts") or self.tc.get("job_nodelist") or []
+        return [hosts] if isinstance(hosts, str) else hosts
+
+    @property
+    def node_load(self) -> dict | None:
+        """What the node meter read on its job's nodes (rfm.job_outcome.node_load)."""
+        return self.tc.get("node_load")
+
+    @property
+    def curve(self) -> dict | None:
+        """The size curves the check recorded ({table: rows}), None without."""
+        curve = self.tc.get("curve")
+        return curve if isinstance(curve, dict) else None
 
     @property
     def oversubscribed(self) -> bool:
@@ -193,6 +184,27 @@ class Case:
         return _text(self.tc.get("build_hash"))
 
     @property
+    def build_spec(self) -> str | None:
+        """The build's spec as recorded (None if it is not)."""
+        return self.tc.get("build_spec")
+
+    @property
+    def build_fields(self) -> dict[str, str]:
+        """The build's axes the check recorded (build_family, ...), '' where it did not."""
+        return {k: self.tc.get(f"build_{k}") or "" for k in
+                ("family", "version", "fabric", "compiler", "provenance")}
+
+    @property
+    def library(self) -> str:
+        """MPI_Get_library_version, as the check recorded it ('' if not)."""
+        return _text(self.tc.get("library"))
+
+    def recorded(self, name: str) -> Any:
+        """A field of the record ReFrame wrote (for fields chosen by name at run time),
+        None if it has none."""
+        return self.tc.get(name)
+
+    @property
     def hashcode(self) -> str:
         """ReFrame's hash of the test case (`reframe -n /HASH` selects it)."""
         return self.tc["hashcode"]
@@ -204,7 +216,7 @@ class Case:
 
     @cached_property
     def values(self) -> tuple[PerfValue, ...]:
-        return _perf_values(self.tc)
+        return perf_values(self.tc)
 
     def value_key(self, var: str) -> ValueKey:
         return ValueKey(self.partition, self.environ, self.name, var)

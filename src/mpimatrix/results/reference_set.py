@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from ..reference_file import load_references, stats_path
-from .measurements import Session, load, with_references
+from .measurements import Case, Session, load, with_references
 from .policy import DEFAULT_POLICY, GatePolicy
 
 
@@ -45,3 +45,12 @@ class ReferenceSet:
         """A stored session as ReFrame would have reported it against these references
         (as it ran when there are none)."""
         return load(with_references(report, self.refs) if self.refs else report)
+
+
+def blessed_record(stats: dict | None, case: Case, var: str) -> dict:
+    """What bless wrote about a value in the statistics file ({} when nothing): test
+    class → partition → environ → reference key → variable."""
+    entry = ((((stats or {}).get(case.test_class) or {}).get(case.partition) or {})
+             .get(case.environ) or {})
+    rec = (entry.get(case.ref_key) or {}).get(var) or {}
+    return rec if isinstance(rec, dict) else {}

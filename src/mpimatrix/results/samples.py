@@ -33,6 +33,11 @@ class Samples:
         self.by_session.setdefault(session, []).append(value)
 
     @property
+    def is_share(self) -> bool:
+        """A percentage (IMB's overlap): neither a time nor a rate."""
+        return self.unit == "%"
+
+    @property
     def per_session(self) -> bool:
         return len(self.by_session) >= self.min_samples
 
@@ -93,7 +98,7 @@ def against_host(acc: dict, policy: GatePolicy = DEFAULT_POLICY) -> tuple[dict, 
         for part, envs in parts.items():
             for env, keys in envs.items():
                 slots[part] += [(env, sm) for pvars in keys.values() for sm in pvars.values()
-                                if sm.unit != "%" and sm.per_session]
+                                if not sm.is_share and sm.per_session]
     hosts: dict[str, dict[str, float]] = {}
     builds: dict[str, dict[str, dict[str, float]]] = {}
     for part, items in slots.items():

@@ -6,7 +6,6 @@ from __future__ import annotations
 from .changed_since import ChangedSince
 from .gate import NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict, judge
 from .measurements import Case, Session, as_session
-from .sessions import defined
 
 
 def fmt_value(v) -> str:
@@ -41,10 +40,9 @@ def placement_label(case: Case) -> str:
 def failure_text(case: Case) -> str:
     """'[phase] reason', without the '<build> <placement>: ' the columns already show
     (an expected failure's reason is the check's expected_failure: ReFrame keeps none)."""
-    tc = case.tc
-    reason = (tc.get("fail_reason") or tc.get("expected_failure") or "").replace("\n", " ")
-    reason = reason.replace(f"{case.build} {tc.get('placement', '')}: ", "", 1)
-    return f"[{tc.get('fail_phase') or 'expected failure'}] {reason}"
+    reason = (case.fail_reason or case.expected_failure or "").replace("\n", " ")
+    reason = reason.replace(f"{case.build} {case.placement}: ", "", 1)
+    return f"[{case.fail_phase or 'expected failure'}] {reason}"
 
 
 def rows(session: Session | dict, results: list[ValueVerdict] | None = None
@@ -57,22 +55,18 @@ def rows(session: Session | dict, results: list[ValueVerdict] | None = None
         statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
     out = []
     for case in as_session(session).cases:
-        tc = case.tc
         result = case.result
         key = (case.environ, case.check, case.placement)
-        if result == "fail" and tc.get("fail_phase") == "performance" and key in statuses:
+        if case.outside_in_performance and key in statuses:
             found = statuses[key]
             result = REGRESSION if REGRESSION in found else WATCH if WATCH in found else NOISE
         detail = perf_text(case)
-        if not detail and defined(tc.get("library")):
-            detail = f"library: {tc['library']}"
+        if not detail and case.library:
+            detail = f"library: {case.library}"
         if result in WITH_REASON:
             detail = failure_text(case)
-        hosts = tc.get("hosts") or tc.get("job_nodelist") or []
-        if isinstance(hosts, str) or hosts == "<undefined>":
-            hosts = [hosts]
-        out.append([case.build, case.check, str(tc.get("partition", "")),
-                    placement_label(case), result, ",".join(h for h in hosts if h), detail])
+        out.append([case.build, case.check, case.partition_name, placement_label(case),
+                    result, ",".join(h for h in case.hosts if h), detail])
     out.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
     return out
 

@@ -132,7 +132,7 @@ def measured_run(cmd: list[str], report: Path) -> int:
     measured = meter.stop()
     if report.exists():
         session = load(load_report(report))
-        judged_load = machine.on_job_nodes([c.tc.get("node_load") for c in session.cases],
+        judged_load = machine.on_job_nodes([c.node_load for c in session.cases],
                                            meter.own_rate) or measured
         with guard(load_record_path()):
             machine.record(load_record_path(), session.uuid, judged_load)
@@ -259,9 +259,9 @@ def exit_code(report: Session, judged: Judgement) -> int:
 def _sanity_failures(report: Session) -> list:
     """Test cases that failed for another reason than their references."""
     return [c for c in report.cases if c.result not in ("pass", "xfail")
-            and c.tc.get("fail_phase") != "performance"]
+            and c.fail_phase != "performance"]
 
 
 def _system(report: Session) -> str:
-    systems = {c.tc.get("system") for c in report.cases}
+    systems = {c.system for c in report.cases}
     return systems.pop() if len(systems) == 1 else "local"

@@ -98,11 +98,11 @@ def main(argv=None, prog: str | None = None) -> int:
                           and not f.name.endswith("-confirm.json")),
                          key=lambda r: r["session_info"].get("time_start_unix", 0))
         results, args.sessions = args.analyse, 0
-        first = next(((i, c.tc) for i, r in enumerate(reports, 1) for c in load(r).cases
+        first = next(((i, c.build) for i, r in enumerate(reports, 1) for c in load(r).cases
                       if c.injected), None)
         if first is None:
             sys.exit(f"{args.analyse}: no injected session")
-        args.step_at, build = first[0], build or first[1]["build_name"]
+        args.step_at, build = first[0], build or first[1]
     for i in range(1, args.sessions + 1):
         run_env = dict(env)
         if i >= args.step_at and build:

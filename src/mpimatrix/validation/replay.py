@@ -52,7 +52,7 @@ def injected_of(report: dict) -> tuple[str, float] | None:
     for case in load(report).cases:
         if case.injected:
             m = re.search(r"clock=([\d.]+)", case.injected)
-            return case.tc["build_name"], float(m.group(1)) if m else 0.0
+            return case.build, float(m.group(1)) if m else 0.0
     return None
 
 

@@ -107,7 +107,7 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
     builds: dict[str, dict] = {}
     for s in sessions:
         for c in s.cases:
-            builds.setdefault(c.build, {"name": c.build, "spec": c.tc.get("build_spec") or "-",
+            builds.setdefault(c.build, {"name": c.build, "spec": c.build_spec or "-",
                                         "hash": c.build_hash or "-",
                                         "lock": c.lock_sha256 or "-"})
     data = reqs.path.read_bytes()

@@ -102,7 +102,7 @@ def _cases(req: Requirement, sessions: list[Session], system: str | None):
     """(session, case) of each measured repetition of the requirement's test case."""
     for s in sessions:
         for c in s.cases:
-            if (c.test_class == req.check and c.tc.get("benchmark") == req.benchmark
+            if (c.test_class == req.check and c.benchmark == req.benchmark
                     and c.placement == req.placement and c.measured
                     and (system is None or c.system == system)):
                 yield s, c
@@ -114,7 +114,7 @@ def requirement_samples(req: Requirement, sessions: list[Session],
     the test cases of `system` only, when given)."""
     out: dict[str, list[float]] = {}
     for _, c in _cases(req, sessions, system):
-        value = _value_at(c.tc.get("curve"), req)
+        value = _value_at(c.curve, req)
         slot = out.setdefault(c.build, [])
         if value is not None:
             slot.append(value)

@@ -135,16 +135,11 @@ def axes_of_name(name: str) -> Axes:
     return Axes(package[1], version, fabric_class(fabric, package[1]), compiler, provenance)
 
 
-def recorded_fields(tc: dict) -> dict:
-    """The build fields a test case recorded (build_family, ...), '' where it did not."""
-    return {k: tc.get(f"build_{k}") or "" for k in
-            ("family", "version", "fabric", "compiler", "provenance")}
-
-
 def session_axes(cases) -> dict[str, Axes]:
     """Each build's axes in a session's test cases (the first case that names them)."""
     out: dict[str, Axes] = {}
     for c in cases:
-        if c.build not in out or (not out[c.build].fabric and c.tc.get("build_fabric")):
-            out[c.build] = build_axes(c.build, recorded_fields(c.tc))
+        fields = c.build_fields
+        if c.build not in out or (not out[c.build].fabric and fields["fabric"]):
+            out[c.build] = build_axes(c.build, fields)
     return out

@@ -60,7 +60,7 @@ def read_prices(path) -> dict[str, Price]:
 
 
 def node_hours(c: Case) -> float:
-    return float(c.tc.get("time_run") or 0) * c.nodes / 3600
+    return c.time_run * c.nodes / 3600
 
 
 def money(value: float | None, currency: str) -> str:
@@ -119,7 +119,7 @@ def fabric_table(s: Session, prices: dict[str, Price], first: str, second: str
     for c in s.cases:
         if c.passed and c.line.partition in (first, second):
             key = (c.line.build, c.check, c.placement)
-            minutes[key][c.line.partition].append(float(c.tc.get("time_run") or 0) / 60)
+            minutes[key][c.line.partition].append(c.time_run / 60)
             node_count[key] = c.nodes
     rows = []
     for key, parts in sorted(minutes.items()):

@@ -26,7 +26,7 @@ def reference_points(cases: Sequence[Case]) -> RefPoints:
     seen = set()
     for c in cases:
         for pv in c.values:
-            if not pv.ref or pv.size is None or pv.unit == "%":
+            if not pv.ref or pv.size is None or pv.is_share:
                 continue
             key = (c.benchmark, c.placement, c.line, pv.higher_is_better)
             if (key, pv.size) in seen:

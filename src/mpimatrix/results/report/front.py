@@ -37,8 +37,8 @@ class Verdict:
 
 def describe(v: Verdict, cases: Sequence[Case]) -> dict:
     """A verdict as a table row: names from the test case, size and change spelled out."""
-    case = next((c for c in cases if c.tc["environ"] == v.environ
-                 and c.tc.get("ref_key") == v.ref_key), None)
+    case = next((c for c in cases if c.ref_key
+                 and (c.environ, c.ref_key) == (v.environ, v.ref_key)), None)
     pv = next((p for p in case.values if p.var == v.var), None) if case else None
     size = f" at {human_size(pv.size, ' ')}" if pv and pv.size is not None else ""
     change = (v.value - v.reference) / v.reference if v.value is not None and v.reference \
@@ -86,37 +86,31 @@ def failures(s: Session) -> list[dict]:
         attempts[c.key].append(c)
     out = []
     for cases in attempts.values():
-        bad = [c for c in cases if c.tc.get("result") in ("fail", "abort", "error")
-               and c.tc.get("fail_phase") != "performance"]
+        bad = [c for c in cases if c.failed_in_sanity]
         if not bad:
             continue
         c = bad[0]
-        reason = " ".join((c.tc.get("fail_reason") or "").split())
+        reason = " ".join((c.fail_reason or "").split())
         out.append({"build": c.line.build, "partition": c.line.partition, "check": c.check,
-                    "placement": c.placement, "phase": c.tc.get("fail_phase") or "",
+                    "placement": c.placement, "phase": c.fail_phase or "",
                     "reason": reason[:400] + ("…" if len(reason) > 400 else ""),
                     "failed": len(bad), "attempts": len(cases),
-                    "fixture": bool(c.tc.get("fixture"))})
+                    "fixture": c.is_fixture})
     return sorted(out, key=lambda r: (r["build"], r["check"], r["placement"]))
 
 
 def expected_failures(s: Session) -> list[dict]:
     seen: dict[tuple[str, str, str], str] = {}
     for c in s.cases:
-        if c.tc.get("result") == "xfail":
+        if c.result == "xfail":
             seen.setdefault((c.line.build, c.check, c.placement), " ".join(
-                str(c.tc.get("fail_reason") or c.tc.get("expected_failure") or "").split())[:300])
+                str(c.fail_reason or c.expected_failure or "").split())[:300])
     return [{"build": b, "check": ch, "placement": p, "reason": r}
             for (b, ch, p), r in sorted(seen.items())]
 
 
 def first_defined(cases: list[Case], var: str) -> str:
-    return next((str(c.tc[var]) for c in cases if defined(c.tc.get(var))), "")
-
-
-def outside_only(c: Case) -> bool:
-    """A case that ran and failed only ReFrame's performance check against a reference."""
-    return c.tc.get("result") == "fail" and c.tc.get("fail_phase") == "performance"
+    return next((str(c.recorded(var)) for c in cases if defined(c.recorded(var))), "")
 
 
 def builds(data: ReportData) -> list[dict]:
@@ -124,17 +118,18 @@ def builds(data: ReportData) -> list[dict]:
     s = data.current
     per: dict[str, list[Case]] = defaultdict(list)
     for c in s.cases:
-        per[c.tc["environ"]].append(c)
+        per[c.environ].append(c)
     out = []
     for env, cases in sorted(per.items()):
         results: defaultdict[str, int] = defaultdict(int)
         for c in cases:
             # ReFrame fails a pass outside its reference; the gate (Regressions) judges those
-            results["outside in a pass" if outside_only(c) else c.tc.get("result", "?")] += 1
-        real = [c for c in cases if not c.tc.get("fixture")]
-        bad_fixture = any(c.tc.get("fixture") for c in cases)
+            results["outside in a pass" if c.outside_in_performance else c.result] += 1
+        real = [c for c in cases if not c.is_fixture]
+        bad_fixture = any(c.is_fixture for c in cases)
         status = ("failed" if bad_fixture
-                  or (real and all(not c.passed and not outside_only(c) for c in real))
+                  or (real and all(not c.passed and not c.outside_in_performance
+                                   for c in real))
                   else "partly failed" if results.get("fail") or results.get("abort")
                   else "ok")
         out.append({"build": cases[0].line.build, "environ": env,
@@ -156,7 +151,7 @@ def nodes(s: Session) -> list[str]:
     names = set()
     for c in s.cases:
         for key in ("hosts", "job_nodelist"):
-            v = c.tc.get(key)
+            v = c.recorded(key)
             if isinstance(v, list):
                 names |= {h for h in v if defined(h) and h != "None"}
     return sorted(names)

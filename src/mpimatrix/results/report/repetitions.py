@@ -69,8 +69,8 @@ def curves(cases: Sequence[Case]) -> Curves:
     acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(
         lambda: defaultdict(lambda: defaultdict(list)))))
     for c in cases:
-        curve = c.tc.get("curve")
-        if not c.passed or not isinstance(curve, dict):
+        curve = c.curve
+        if not c.passed or curve is None:
             continue
         for table, rows in curve.items():
             if not isinstance(rows, list):

@@ -14,7 +14,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ...units import human_size
-from ..sessions import defined
 from .model import ReportData, Session, from_mapping
 
 
@@ -80,17 +79,17 @@ class Series:
 def series(data: ReportData, gated_only: bool) -> list[Series]:
     """One series per performance value over the sessions (only the values that have a
     reference in some session when gated_only; their values before it count too)."""
-    referenced = {(c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
+    referenced = {(c.line.partition, c.environ, c.ref_key, pv.var)
                   for s in data.sessions for c in s.cases for pv in c.values
                   if pv.ref}
     acc: dict[tuple, Series] = {}
     per_session: dict[tuple, dict[float, list]] = defaultdict(lambda: defaultdict(list))
     for s in data.sessions:
         for c in s.cases:
-            if not c.passed and c.tc.get("fail_phase") != "performance":
+            if not c.measured:
                 continue
             for pv in c.values:
-                key = (c.line.partition, c.tc["environ"], c.tc.get("ref_key", ""), pv.var)
+                key = (c.line.partition, c.environ, c.ref_key, pv.var)
                 if pv.value is None or (gated_only and key not in referenced):
                     continue
                 if key not in acc:
@@ -129,9 +128,8 @@ def provenance_changes(data: ReportData) -> dict[str, list[tuple[float, str]]]:
 def build_hashes(s: Session) -> dict[str, str]:
     out = {}
     for c in s.cases:
-        h = c.tc.get("build_hash")
-        if defined(h):
-            out[c.tc["environ"]] = h
+        if c.build_hash:
+            out[c.environ] = c.build_hash
     return out
 
 
