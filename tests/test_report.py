@@ -250,7 +250,7 @@ def test_verdicts_from_the_gate_replace_the_plain_reading(nightly, refs):
     verdicts = [Verdict("local:default", tc["environ"], tc.get("ref_key"), "t_avg_8B", "regression",
                         2.0, 1.0, "us", "3 of 3 runs above +30 %"),
                 {"partition": "local:default", "environ": tc["environ"],
-                 "ref_key": tc.get("ref_key"), "var": "t_avg_1MiB", "status": "not_gated",
+                 "ref_key": tc.get("ref_key"), "var": "t_avg_1MiB", "status": "not gated",
                  "value": 5.0, "reason": "spread 80 % > tolerance", "ignored_key": 1}]
     rep = make_report(nightly, references=refs, verdicts=verdicts)
     (row,) = rep.context["regressions"]

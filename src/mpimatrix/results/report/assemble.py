@@ -87,22 +87,21 @@ def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
             "each against its session's host factor where three or more builds ran, is "
             "still outside")
     rows = [front.describe(v, cur.cases) for v in judged]
-    regs = [r for r in rows if r["status"] == "regression"]
+    regs = [r for r in rows if r["status"] == gate_view.REGRESSION]
     fails = front.failures(cur)
     not_gated = front.not_gated(statistics)
     listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
     not_gated += [  # those the statistics file does not explain (hand-set references)
         {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,
          "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
-        for v in judged if v.status == "not_gated"
+        for v in judged if v.status == gate_view.NOT_GATED
         and (v.partition, v.environ, v.ref_key, v.var) not in listed]
     cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}),
-                                       sum(r["status"] == "watch" for r in rows))
+                                       sum(r["status"] == gate_view.WATCH for r in rows))
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
-        "improvements": [r for r in rows if r["status"] == "improvement"],
-        "noise": [r for r in rows if r["status"] == "noise"],
-        "watch": [r for r in rows if r["status"] == "watch"],
+        "noise": [r for r in rows if r["status"] == gate_view.NOISE],
+        "watch": [r for r in rows if r["status"] == gate_view.WATCH],
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,

@@ -23,7 +23,7 @@ class Verdict:
     environ: str  # ReFrame environment of the build
     ref_key: str  # "MPI1:PingPong@intranode"
     var: str  # performance variable, "latency_8B"
-    status: str  # "regression" | "improvement" | "pass" | "not_gated"
+    status: str  # a status of results/gate.py: "regression", "watch", "noise", "not gated"
     value: float | None = None  # the value judged (e.g. the median over the runs)
     reference: float | None = None
     unit: str = ""

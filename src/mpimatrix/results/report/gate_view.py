@@ -9,9 +9,10 @@ from ..night import Night
 from .front import Verdict
 from .trend import ChangePoint
 
-#: The gate's statuses the report shows; pass and no reference are not listed.
-STATUS = {gate.REGRESSION: "regression", gate.WATCH: "watch", gate.NOISE: "noise",
-          gate.NOT_GATED: "not_gated"}
+#: The gate's statuses the report lists (pass and no reference are not), spelled as the
+#: gate spells them.
+LISTED = (gate.REGRESSION, gate.WATCH, gate.NOISE, gate.NOT_GATED)
+REGRESSION, WATCH, NOISE, NOT_GATED = gate.REGRESSION, gate.WATCH, gate.NOISE, gate.NOT_GATED
 
 
 def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
@@ -19,21 +20,21 @@ def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
     current = as_session(current)
     ref_keys = {(c.environ, c.check, c.placement): c.ref_key for c in current.cases}
     out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
-                   STATUS[b.status], b.factor, 1.0, "x", b.reason(), b.build)
+                   b.status, b.factor, 1.0, "x", b.reason(), b.build)
            for b in judged.builds if b.status in (gate.REGRESSION, gate.NOISE)]
     for v in judged.verdicts:
-        status = STATUS.get(v.status)
-        if status is None:
+        status = v.status
+        if status not in LISTED:
             continue
-        if status == "not_gated":
+        if status == gate.NOT_GATED:
             reason = v.reason or "the reference has no tolerance"
         else:
             samples = ", ".join(f"{x:.3g}" for x in v.all_samples)
             against = f" {v.judged_against} {v.host:.2f})" if v.host else ""
-            where = "within" if status == "noise" else "outside"
+            where = "within" if status == gate.NOISE else "outside"
             reason = (f"{v.basis} [{samples}]{against} {where} the tolerance "
                       f"{v.tolerance_label}")
-            if status == "watch":
+            if status == gate.WATCH:
                 reason += "; not outside in the session before: a regression if outside again"
             elif v.outside_before:
                 reason += f"; outside in session {v.outside_before} too"
