@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..paths import references_dir
-from ..results import references
-from ..results.measurements import Session, as_sessions
+from ..results import bless_sessions, references
+from ..results.measurements import as_sessions
 from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
 from ..run import machine
@@ -14,49 +14,18 @@ from ..run.nights import load_record_path
 from .session_args import sessions_from_args
 
 
-def not_a_reference(session: Session, mode: str | None) -> str:
-    """Why a session cannot be blessed from ("" if it can): a confirmation re-measures
-    only the values that looked slow, the injector slowed a build on purpose."""
-    if session.confirms:
-        return f"a confirmation of session {session.confirms} (only values that looked slow)"
-    if session.injected_builds:
-        return f"the regression injector slowed {', '.join(sorted(session.injected_builds))}"
-    if mode and session.mode != mode:
-        return f"mode {session.mode if session.mode != '?' else 'unknown'}, not {mode}"
-    return ""
-
-
 def cmd_bless(args) -> int:
     sessions = as_sessions(sessions_from_args(args))
-    usable = []
-    for s in sessions:
-        why = not_a_reference(s, args.mode)
-        if why:
-            print(f"mpimatrix bless: left out session {s.uuid}: {why}")
-        else:
-            usable.append(s)
-    if not usable:
-        raise SessionError(f"none of the {len(sessions)} session(s) given can be blessed "
-                           "from (see above); give sessions of unchanged runs")
-    sessions = usable
-    if not args.include_disturbed:
-        busy = machine.loads(load_record_path())
-        left_out = [s for s in sessions if busy.get(s.uuid, {}).get("disturbed")]
-        for s in left_out:
-            b = busy[s.uuid]
-            print(f"mpimatrix bless: left out session {s.uuid}: "
-                  f"{machine.Load.from_record(b).text()}")
-        sessions = [s for s in sessions if s not in left_out]
-        if not sessions:
-            raise SessionError("every session given was disturbed by other programs; run "
-                               "new ones on a quiet machine (or --include-disturbed)")
-    system = args.system
-    if system is None:
-        systems = set().union(*(s.systems for s in sessions))
-        if len(systems) != 1:
-            raise SessionError(f"the sessions cover systems {sorted(systems) or 'none'}; "
-                               "choose one with --system")
-        system = systems.pop()
+    disturbed = {} if args.include_disturbed else {
+        uuid: machine.Load.from_record(rec).text()
+        for uuid, rec in machine.loads(load_record_path()).items()
+        if isinstance(rec, dict) and rec.get("disturbed")}
+    choice = bless_sessions.choose(sessions, args.mode, disturbed, args.system)
+    for uuid, why in choice.left_out:
+        print(f"mpimatrix bless: left out session {uuid}: {why}")
+    if choice.problem:
+        raise SessionError(choice.problem)
+    sessions, system = choice.sessions, choice.system
     runs = sum(s.runs for s in sessions)
     if runs < 5:
         print(f"mpimatrix bless: WARNING: {runs} session run(s); with fewer than 5 the "
