@@ -6,7 +6,10 @@
 # Usage: scripts/setup.sh [--cluster] [--spack]
 #   --cluster: also Slurm + munge for the emulated cluster
 #   --spack:   also what Spack builds the kit's MPIs and benchmarks with (compilers: gcc,
-#              clang; autotools; the libraries the debian-local overlay names as externals)
+#              clang; autotools; the libraries the debian-local overlay names as externals;
+#              the -dev packages of the libraries Debian's libfabric.pc lists as private
+#              (psm, psm2, rdmacm, ibverbs, efa): MPICH's ch4:ofi links them, "cannot find
+#              -lpsm_infinipath" without)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,7 +17,7 @@ pkgs="openmpi-bin libopenmpi-dev mpich libmpich-dev gcc make python3-venv"
 for arg in "$@"; do
     case $arg in
         --cluster) pkgs="$pkgs slurm-wlm munge libpmix2 iproute2 util-linux" ;;
-        --spack) pkgs="$pkgs g++ gfortran git patch xz-utils bzip2 autoconf automake libtool bison flex libpciaccess-dev libxml2-dev zlib1g-dev pkg-config clang libucx-dev libfabric-dev libpmix-dev libevent-dev libnuma-dev libhwloc-dev libslurm-dev libpmi2-0-dev" ;;
+        --spack) pkgs="$pkgs g++ gfortran git patch xz-utils bzip2 autoconf automake libtool bison flex libpciaccess-dev libxml2-dev zlib1g-dev pkg-config clang libucx-dev libfabric-dev libpmix-dev libevent-dev libnuma-dev libhwloc-dev libslurm-dev libpmi2-0-dev libpsm2-dev librdmacm-dev libpsm-infinipath1-dev libibverbs-dev" ;;
         *) echo "setup: unknown option $arg (use --cluster, --spack)" >&2; exit 2 ;;
     esac
 done
