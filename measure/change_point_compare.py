@@ -17,7 +17,7 @@ earlier (late/early), missed, changes reported in series without a step (false),
 and the time taken.
 
     pip install ruptures==1.1.10      # not a dependency of mpimatrix
-    python measure/change_point_compare.py results/history-*/reports/*.json
+    .venv/bin/python measure/change_point_compare.py results/history-*/reports/*.json
 """
 
 from __future__ import annotations

@@ -10,10 +10,11 @@ largest process, and the sum over Spack's processes at any one time), the load
 average before and after, and the busiest processes of the machine before it
 started: figures taken under load overstate, so every run says how busy it was.
 
-    python measure/concretize_time.py                     # cold, then warm
-    python measure/concretize_time.py --runs cold,warm,warm,cold,warm
-    python measure/concretize_time.py --runs cold --fresh-indexes
-    python measure/concretize_time.py --spec 'mpimatrix-benchmarks %%c,cxx=gcc ^mpich@4.0.2'
+    .venv/bin/python measure/concretize_time.py                     # cold, then warm
+    .venv/bin/python measure/concretize_time.py --runs cold,warm,warm,cold,warm
+    .venv/bin/python measure/concretize_time.py --runs cold --fresh-indexes
+    .venv/bin/python measure/concretize_time.py \
+        --spec 'mpimatrix-benchmarks %%c,cxx=gcc ^mpich@4.0.2'
 
 cold  = an empty concretization cache (concretizer:concretization_cache:url set to a
         new directory): every root is solved; Spack's package indexes (built once per

@@ -27,10 +27,10 @@ a ReFrame variable of the checks, passed to ReFrame as `-S` (ImbCheck.iterations
 runs[].testcases[] with perfvalues {"sys:part:var": [value, ref, lower, upper,
 unit, result]}, environ, display_name, result.
 
-    python measure/noise_sources.py -k 6 --c2c \\
+    .venv/bin/python measure/noise_sources.py -k 6 --c2c \\
         --variant now --variant unbound:MPIMATRIX_CPU_BINDING=none \\
         --variant before:'MPIMATRIX_CPU_BINDING=none,-S ImbCheck.iterations=-iter 200 -time 1'
-    python measure/noise_sources.py --from-json results/noise/noise-X.json --detail
+    .venv/bin/python measure/noise_sources.py --from-json results/noise/noise-X.json --detail
 """
 
 from __future__ import annotations

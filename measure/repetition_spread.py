@@ -5,9 +5,9 @@ Reads ReFrame JSON reports (a `--mode compare` run: --reruns, or --repeat) and
 prints, per build and performance variable, the number of repetitions, mean,
 standard deviation, coefficient of variation (CV = stdev/mean) and min/max.
 
-    python measure/repetition_spread.py                      # results/reports/latest.json
-    python measure/repetition_spread.py --report R.json --var 'latency_8B|bandwidth_4MiB'
-    python measure/repetition_spread.py --session <uuid>     # from the results database
+    .venv/bin/python measure/repetition_spread.py                      # results/reports/latest.json
+    .venv/bin/python measure/repetition_spread.py --report R.json --var 'latency_8B|bandwidth_4MiB'
+    .venv/bin/python measure/repetition_spread.py --session <uuid>     # from the results database
 
 Repetitions are recognised both as reruns (one entry per run of the report)
 and as --repeat copies (display names differing only in %.repeat_no=N).

@@ -8,10 +8,10 @@ each (1356 test case records). Prints the size of the session and of the report,
 wall-clock and CPU time (this process and its drawing workers) of each repeat, with
 their median, min and max.
 
-    python measure/report_time.py                     # derived session, 3 repeats
-    python measure/report_time.py --layouts 3          # 2 partitions x 3 layouts: 276 cases
-    python measure/report_time.py --repeats 5 --jobs 1
-    python measure/report_time.py --report results/reports/latest.json [--derive]
+    .venv/bin/python measure/report_time.py                     # derived session, 3 repeats
+    .venv/bin/python measure/report_time.py --layouts 3   # 2 partitions x 3 layouts: 276 cases
+    .venv/bin/python measure/report_time.py --repeats 5 --jobs 1
+    .venv/bin/python measure/report_time.py --report results/reports/latest.json [--derive]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """Size of the software store (results/software/) per stored session: what keeping
 each session's software record and Spack lock costs a results store.
 
-    python measure/software_store_size.py [RESULTS_DIR]   # default: the project's results/
+    .venv/bin/python measure/software_store_size.py [RESULTS_DIR]   # default: results/
 
 Printed: sessions (not confirmations) in the store's reports, distinct software records
 and locks with their sizes, bytes per session, and what an unchanged night adds.

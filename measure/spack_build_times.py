@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How long Spack takes to build the kit's part of the matrix, and CI from a fresh clone.
 
-    python measure/spack_build_times.py [--warm N]     # cold install, then N warm runs
-    python measure/spack_build_times.py --ci            # .ci/run on a fresh clone
+    .venv/bin/python measure/spack_build_times.py [--warm N]     # cold install, then N warm runs
+    .venv/bin/python measure/spack_build_times.py --ci            # .ci/run on a fresh clone
 
 Install: the kit environment (spack.yaml with debian-local, specs = the rows the kit's
 sources serve: OSU and IMB on Debian's Open MPI and MPICH, MVAPICH2 built from source

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Build once, install anywhere: the installed matrix rows through Spack's binary cache.
 
-    python measure/spack_buildcache.py --env /tmp/kitenv/env        # the rows built there
-    python measure/spack_buildcache.py --env DIR --mirror /srv/spack-cache --force
-    python measure/spack_buildcache.py                              # fresh kit env copy
+    .venv/bin/python measure/spack_buildcache.py --env /tmp/kitenv/env        # the rows built there
+    .venv/bin/python measure/spack_buildcache.py --env DIR --mirror /srv/spack-cache --force
+    .venv/bin/python measure/spack_buildcache.py                              # fresh kit env copy
 
 1. push: every row of the environment's lock that is installed (in Spack's own tree, or
    `--from-tree`) goes to the binary mirror with its dependencies,

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """The cold build time of every kit row, row by row, and what Spack recorded of each build.
 
-    python measure/spack_matrix_build.py --install-tree /tmp/cold   # truly cold
-    python measure/spack_matrix_build.py                  # into Spack's own tree
-    python measure/spack_matrix_build.py --env /tmp/kitenv/env --row '<spec>' ...
-    python measure/spack_matrix_build.py --from-times --lock /tmp/kitenv/env/spack.lock
+    .venv/bin/python measure/spack_matrix_build.py --install-tree /tmp/cold   # truly cold
+    .venv/bin/python measure/spack_matrix_build.py                  # into Spack's own tree
+    .venv/bin/python measure/spack_matrix_build.py --env /tmp/kitenv/env --row '<spec>' ...
+    .venv/bin/python measure/spack_matrix_build.py --from-times --lock /tmp/kitenv/env/spack.lock
 
 Build: the environment is a fresh copy of spack.yaml with the kit's rows
 (builds/spack/kit.py KIT_ROWS) concretized with --fresh, as tests/test_spack_kit.py does,

@@ -14,7 +14,7 @@ other builds, as wholes and per value (none is the goal); and the host's own cha
     mpimatrix validate history                  # 12 sessions, step at 6
     mpimatrix validate history --mode compare   # 3 passes, as the nightly
     mpimatrix validate history --analyse /tmp/mpimatrix-history-...   # no new runs
-    python measure/change_point_compare.py <store>/reports/quick-*.json   # Otava vs ruptures
+    .venv/bin/python measure/change_point_compare.py <store>/reports/quick-*.json  # Otava, ruptures
 """
 
 from __future__ import annotations
