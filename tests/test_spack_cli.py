@@ -203,7 +203,10 @@ def test_kit_sources_go_into_the_mirror_and_wrong_ones_are_refused(tmp_path, mon
         sources.append(kit_mod.KitSource(src.package, src.version, src.path,
                                          hashlib.sha256(f.read_bytes()).hexdigest()))
     monkeypatch.setattr(kit_mod, "KIT_SOURCES", tuple(sources))
-    lines = kit_mod.add_kit_sources(kit, root=tmp_path / "project")
+    # a project with this one's site overlays (the site's externals come from them)
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "site_config").symlink_to(ROOT / "site_config")
+    lines = kit_mod.add_kit_sources(kit, root=tmp_path / "project", site="debian-local")
     mirror = tmp_path / "project" / ".cache" / "spack" / "mirror"
     for src in sources:
         ext = "tar.xz" if src.path.endswith(".xz") else "tar.gz"
