@@ -259,6 +259,13 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = _run(tmp_path, after, "run", "--mode", "compare", *IMB_INTRANODE, inject=inject)
     uuids.append(_uuid(proc))
+    if proc.returncode == 0 and f"\nWATCH {mvapich2} " in proc.stdout:
+        # a bless of three noisy sessions may gate one value of the build only: alone
+        # outside, it is on watch the first night and a regression the next (watch.py)
+        proc = _run(tmp_path, after, "run", "--mode", "compare", *IMB_INTRANODE,
+                    inject=inject)
+        uuids.append(_uuid(proc))
+    red = uuids[-1]  # the night with the REGRESSION lines
     verdicts = proc.stdout[proc.stdout.find("\nREGRESSION "):].strip().split("\n\n")[0]
     _say(request, f"\n`mpimatrix run` on the changed rows, MVAPICH2 slowed 2x:\n{verdicts}")
     assert proc.returncode == 1, proc.stdout[-4000:]
@@ -269,7 +276,9 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     assert f"changed since session {uuids[2][:8]} " in out[head], out[head]
     assert out[head + 1] == f"    {MVAPICH2_IMB}", out[head:head + 3]
     assert not out[head + 2].startswith("    "), out[head:head + 3]
-    for _ in range(2):
+    # four slowed sessions at least after three: a step the history finds at p < 0.01
+    # against this machine's noise (3 against 3 was missed in a CI run)
+    while len(uuids) < 7:
         uuids.append(_uuid(_run(tmp_path, after, "run", "--mode", "compare", "--no-confirm",
                                 *IMB_INTRANODE, inject=inject)))
 
@@ -291,7 +300,7 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     proc = _run(tmp_path, after, "diff", uuids[0], uuids[1])
     assert proc.stdout.splitlines()[1:] == ["  no recorded software change"], proc.stdout
 
-    proc = _run(tmp_path, after, "report", "--html", "--session", uuids[3], "--name",
+    proc = _run(tmp_path, after, "report", "--html", "--session", red, "--name",
                 "changed", "--output-dir", str(tmp_path / "html"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     html = (tmp_path / "html" / "changed.html").read_text()
