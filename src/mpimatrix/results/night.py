@@ -25,10 +25,6 @@ class Night:
     #: per regressed build, its last good session and what changed since
     changed: list[ChangedSince] = field(default_factory=list)
 
-    @property
-    def red(self) -> bool:
-        return bool(self.judgement.regressions)
-
 
 def to_confirm(session: Session, references: ReferenceSet) -> list[Case]:
     """The test cases the gate measures again: those with a value whose best sample,
