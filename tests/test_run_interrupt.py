@@ -40,6 +40,11 @@ def env_for(results: Path, **extra: str) -> dict:
     return env
 
 
+def lost_line(signum: int) -> str:
+    return (f"mpimatrix: ReFrame lost the {signal.Signals(signum).name} in its logging and "
+            "ignores every stop signal now: killed with its local jobs")
+
+
 def interrupted_line(signum: int) -> str:
     return (f"mpimatrix: interrupted by {signal.Signals(signum).name}: the run stops here, "
             f"no confirmation and no verdict (exit {128 + signum})")
@@ -123,10 +128,12 @@ def test_a_signal_during_compare_stops_the_run(buildset, references, tmp_path, s
     assert rc == 128 + signum, stdout[-3000:] + err[-2000:]
     assert interrupted_line(signum) in err, err
     assert time.monotonic() - sent < 60, "the run did not stop at once"
-    # ReFrame stopped its session, and nothing ran after it
+    # ReFrame stopped its session (or lost the signal in its logging and was killed), and
+    # nothing ran after it
     stopped = ("cancelled by user" if signum == signal.SIGINT
                else f"force exit error: received signal {signum}")
-    assert f"run session stopped: {stopped}" in stdout, stdout[-3000:]
+    assert (f"run session stopped: {stopped}" in stdout
+            or lost_line(signum) in stdout), stdout[-3000:]
     assert stdout.count("[ReFrame Setup]") == 1, stdout[-3000:]
     assert CONFIRMING not in stdout and "REGRESSION" not in stdout, stdout[-3000:]
     reports = sorted((results / "reports").glob("compare-*.json"))
@@ -190,6 +197,55 @@ def test_a_child_that_ignores_the_signal_is_killed_with_its_jobs(monkeypatch,
         time.sleep(0.1)
     assert not _alive(jobs[0]), f"job {jobs[0]} still runs"
     assert signal.getsignal(signal.SIGTERM) == before  # the handlers are restored
+
+
+# ReFrame's own SIGTERM handler, and a log line written when the signal lands (the stream
+# sends it): Python's logging catches ReFrame's stop exception and prints a logging error
+LOSES_THE_STOP = """
+import logging, os, signal, subprocess, sys, time
+from reframe.frontend.executors import _force_exit
+signal.signal(signal.SIGTERM, _force_exit)
+signal.signal(signal.SIGHUP, _force_exit)
+job = subprocess.Popen(["sleep", "300"], start_new_session=True)
+print(job.pid, flush=True)
+class Stream:
+    def write(self, text):
+        os.kill(int(sys.argv[1]) or os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        sys.stderr.write(text)
+    def flush(self):
+        pass
+log = logging.getLogger("rfm")
+log.addHandler(logging.StreamHandler(Stream()))
+log.warning("a log line")
+print("still running", flush=True)
+time.sleep(300)
+"""
+
+
+@pytest.mark.parametrize("to", ["mpimatrix", "reframe"])
+def test_a_stop_lost_in_the_logging_kills_reframe_at_once(tmp_path, stop_signals_handled,
+                                                          capsys, to):
+    """The signal sent to mpimatrix (passed on) or to ReFrame alone lands while ReFrame
+    writes a log line: ReFrame goes on and ignores every later stop signal. Its output
+    shows it; it is killed with its jobs then, not after the grace period."""
+    from mpimatrix.run import progress
+    script = tmp_path / "loses_the_stop.py"
+    script.write_text(LOSES_THE_STOP)
+    target = str(os.getpid()) if to == "mpimatrix" else "0"
+    t0 = time.monotonic()
+    with pytest.raises(Interrupted) as stop:
+        progress.call([sys.executable, str(script), target], every=600)
+    took = time.monotonic() - t0
+    out = capsys.readouterr().out
+    assert stop.value.signum == signal.SIGTERM, out
+    assert took < 20, f"{took:.0f} s: killed after the grace period, not at once"
+    assert lost_line(signal.SIGTERM) in out and "--- Logging error ---" in out, out
+    job = int(out.split()[0])
+    deadline = time.monotonic() + 10
+    while _alive(job) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(job), f"job {job} still runs"
 
 
 def test_a_child_that_stops_is_not_killed(stop_signals_handled):

@@ -6,8 +6,10 @@
   exits with 128 + the signal's number, as shells do (SIGTERM 143, SIGINT 130,
   SIGHUP 129). ReFrame stopped by one of them sent to it alone counts the same.
 - ReFrame loses a SIGTERM that lands while it writes a log line (Python's logging
-  catches the exception its handler raises) and ignores every later one: a child still
-  running GRACE seconds after the first signal is killed, with its local jobs.
+  catches the exception its handler raises, printing it as a logging error) and ignores
+  every later one: progress.py kills it, with its local jobs, when its output shows
+  that; a child still running GRACE seconds after the first signal is killed too (a
+  signal lost anywhere else).
 - Outside a child, within `stop_on_signals()`, these signals raise Interrupted at once
   (e.g. while waiting for another run's lock).
 - The kernel sends SIGTERM to ReFrame if mpimatrix dies (even by SIGKILL).
@@ -80,6 +82,20 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL to `proc` and its children's process groups (ReFrame runs each local job
+    in a session of its own)."""
+    for pid in children_of(proc.pid):
+        with contextlib.suppress(OSError):
+            group = os.getpgid(pid)
+            if group == pid and group != os.getpgrp():
+                os.killpg(group, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
 class Child:
     """A running child, stopped by a signal passed on, then killed if it lingers."""
 
@@ -100,20 +116,10 @@ class Child:
             self._timer.start()
 
     def _kill(self) -> None:
-        """The child, and its children's process groups (ReFrame runs each local job in
-        a session of its own)."""
         if self.proc.poll() is not None:
             return
         self.killed = True
-        for pid in children_of(self.proc.pid):
-            with contextlib.suppress(OSError):
-                group = os.getpgid(pid)
-                if group == pid and group != os.getpgrp():
-                    os.killpg(group, signal.SIGKILL)
-                else:
-                    os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        kill_tree(self.proc)
 
     def cancel(self) -> None:
         if self._timer:

@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 
-from .child import Interrupted, run_child
+from .child import Interrupted, kill_tree, run_child
 from .full_disk import Watch
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -32,6 +32,9 @@ _RUN = re.compile(r"^\[\s*RUN\s*\]\s+(.*\S)")
 _DONE = re.compile(r"^\[\s*(?:OK|FAIL|SKIP|XFAIL|XPASS|ABORT\w*)\s*\]")
 _STOPPED = re.compile(r"run session stopped: (?:force exit error: received signal (\d+)|"
                       r"cancelled by user)")
+# ReFrame's stop exception, printed by Python's logging that caught it (ReFrame then
+# ignores every stop signal)
+_LOST_STOP = re.compile(r"ForceExitError: received signal (\d+)")
 
 #: Seconds of silence before the first progress line, and between two of them.
 EVERY = 60.0
@@ -93,19 +96,23 @@ def slurm_jobs() -> str:
 
 class Output:
     """ReFrame's output lines to pass on: its logging errors (a block from '--- Logging
-    error ---' to 'Arguments: ...') that say a disk is full are shown once."""
+    error ---' to 'Arguments: ...') that say a disk is full are shown once; one that
+    caught ReFrame's stop exception sets `lost_stop` to the signal's number."""
 
     def __init__(self):
         self.watch = Watch()
         self.block: list[str] | None = None
         self.shown = False
         self.hidden = 0
+        self.lost_stop = 0
 
     def feed(self, line: str) -> list[str]:
         if self.block is None and not line.startswith("--- Logging error ---"):
             self.watch.saw(line)
             return [line]
         self.block = [*(self.block or []), line]
+        if m := _LOST_STOP.search(line):
+            self.lost_stop = int(m.group(1))
         if line.startswith("Arguments:") or len(self.block) > 1000:
             return self.end()
         return []
@@ -154,9 +161,16 @@ def _follow(proc: subprocess.Popen, every: float, state: Progress, output: Outpu
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
     while proc.poll() is None:
-        reader.join(min(5.0, every / 4))  # ends with ReFrame's output
+        reader.join(min(1.0, every / 4))  # ends with ReFrame's output
         with lock:
             line = state.due(time.monotonic(), every)
+            lost = 0 if state.stopped_by else output.lost_stop
+        if lost:
+            print(f"mpimatrix: ReFrame lost the {signal.Signals(lost).name} in its logging "
+                  "and ignores every stop signal now: killed with its local jobs", flush=True)
+            state.stopped_by = lost
+            kill_tree(proc)
+            continue
         if line:
             jobs = slurm_jobs()
             print(line + (f" (Slurm: {jobs})" if jobs else ""), flush=True)
