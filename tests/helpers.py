@@ -117,3 +117,19 @@ def osu_from_kit(buildset, cache: Path) -> dict:
                     "osu", "--source", str(kit), *[a for n in names for a in ("--build", n)]],
                    env={**base, **env}, check=True, capture_output=True, timeout=1200)
     return env
+
+
+
+def reported_against(report: dict, refs: dict) -> dict:
+    """A recorded session as ReFrame would have written it, run against `refs` (a stored
+    night of a fixture store): each value's reference tuple from there."""
+    out = json.loads(json.dumps(report))
+    for run in out.get("runs") or []:
+        for tc in run.get("testcases") or []:
+            entry = (((refs.get(tc["name"].split()[0]) or {})
+                      .get(f"{tc.get('system')}:{tc.get('partition')}") or {})
+                     .get(tc.get("environ", "?")) or {}).get(tc.get("ref_key")) or {}
+            for fullvar, pv in (tc.get("perfvalues") or {}).items():
+                ref = entry.get(fullvar.rsplit(":", 1)[-1])
+                pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
+    return out

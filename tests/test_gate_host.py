@@ -15,8 +15,8 @@ import pytest
 from helpers import six_pass_session
 
 from mpimatrix.results import gate, references
-from mpimatrix.results.gate_builds import BUILDS_KEY
 from mpimatrix.results.policy import DEFAULT_POLICY
+from mpimatrix.results.reference_set import BUILDS_KEY
 
 DEFAULT_FLOOR = DEFAULT_POLICY.value_floor
 

@@ -160,16 +160,18 @@ def test_the_report_lists_a_value_on_watch():
     """The HTML report and its Markdown summary of night 9 (Sendrecv 8 B outside alone,
     within its tolerance the night before), with nights 6-8 and each night's confirmation
     (the next session's passes of the cases measured again) as stored sessions."""
-    from mpimatrix.results.measurements import with_references
+    from helpers import reported_against
+
     from mpimatrix.results.report import make_report
 
     halves = recorded_halves()
     blessed = next(judged_nights(halves, 5, DEFAULT_POLICY.value_floor, NO_BLESS_RULE))[1]
     sessions = []
     for k in range(5, 9):  # nights 6-9
-        night = with_references(halves[k], blessed.refs)
+        night = reported_against(halves[k], blessed.refs)
         conf = confirmation(halves, k, ReferenceSet(blessed.refs, blessed.stats, NO_BLESS_RULE))
         if conf:
+            conf = reported_against(conf, blessed.refs)
             conf["session_info"] = {
                 **conf["session_info"], "uuid": f"confirms-{k + 1}",
                 "confirms": night["session_info"]["uuid"],

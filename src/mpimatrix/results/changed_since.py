@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .gate import PASS, REGRESSION, Judgement, judge
-from .measurements import Session, load, with_references
+from .measurements import Session, load
 from .policy import DEFAULT_POLICY, GatePolicy
 from .software_diff import SoftwareChange, changes_for, software_changes
 from .software_store import REWRITE, Store, software_dir
@@ -110,7 +110,7 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
         yield from judged_before
         for prev in source:
             if prev.uuid != session.uuid and not prev.confirms and prev.start < session.start:
-                again = load(with_references(prev.raw, refs)) if refs else prev
+                again = load(prev.raw, refs) if refs else prev
                 judged_before.append((prev, judge(again, None, stats, policy)))
                 yield judged_before[-1]
 

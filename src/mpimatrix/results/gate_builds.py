@@ -16,10 +16,8 @@ from dataclasses import dataclass
 
 from . import host
 from .policy import DEFAULT_POLICY, GatePolicy
+from .reference_set import build_tolerance
 from .statistics import best
-
-#: The key of the build statistics in the statistics file.
-BUILDS_KEY = "$builds"
 
 
 @dataclass(frozen=True)
@@ -117,10 +115,3 @@ def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str], stats: 
                                         build_tolerance(stats, part, env, policy)))
     return out
 
-
-def build_tolerance(stats: dict | None, partition: str, environ: str,
-                    policy: GatePolicy = DEFAULT_POLICY) -> float:
-    """The build's tolerance from the statistics file, else the policy's build_floor."""
-    rec = (((stats or {}).get(BUILDS_KEY) or {}).get(partition) or {}).get(environ) or {}
-    tol = rec.get("tolerance") if isinstance(rec, dict) else None
-    return float(tol) if isinstance(tol, int | float) and tol > 0 else policy.build_floor

@@ -9,7 +9,6 @@ record (`Case.tc`) is read here only: everything else reads the typed properties
 
 from __future__ import annotations
 
-import copy
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -33,6 +32,9 @@ class Case:
     tc: dict = field(repr=False)
     session: str  # the session's UUID
     run: int  # the run of the session: the repetition
+    #: the system's references, when the case is judged against them instead of those
+    #: ReFrame ran it against (test class → partition → environ → reference key → var)
+    refs: dict | None = field(default=None, repr=False)
 
     @cached_property
     def name(self) -> str:
@@ -216,7 +218,11 @@ class Case:
 
     @cached_property
     def values(self) -> tuple[PerfValue, ...]:
-        return perf_values(self.tc)
+        if self.refs is None:
+            return perf_values(self.tc)
+        entry = (((self.refs.get(self.test_class) or {}).get(self.partition) or {})
+                 .get(self.environ) or {}).get(self.ref_key) or {}
+        return perf_values(self.tc, entry)
 
     def value_key(self, var: str) -> ValueKey:
         return ValueKey(self.partition, self.environ, self.name, var)
@@ -315,28 +321,17 @@ def fixture_kind(tc: dict) -> str:
     return "probe" if str(tc.get("name", "")).startswith("ProbeBuild") else "bench"
 
 
-def load(data: dict) -> Session:
-    """The typed records of a ReFrame session report."""
+def load(data: dict, refs: dict | None = None) -> Session:
+    """The typed records of a ReFrame session report; with `refs`, its values judged
+    against these references (as ReFrame would have reported them)."""
     uuid = (data.get("session_info") or {}).get("uuid", "?")
     cases = []
     for i, run in enumerate(data.get("runs") or []):
         for tc in run.get("testcases") or []:
             if tc.get("fixture") and tc.get("result") == "pass":
                 continue
-            cases.append(Case(tc, uuid, int(tc.get("run_index", i) or i)))
+            cases.append(Case(tc, uuid, int(tc.get("run_index", i) or i), refs))
     return Session(session_info(data), tuple(cases), len(data.get("runs") or []), data)
-
-
-def with_references(report: dict, refs: dict) -> dict:
-    """The session as ReFrame would have reported it against these references."""
-    out = copy.deepcopy(report)
-    for case in load(out).cases:
-        entry = (((refs.get(case.test_class) or {}).get(case.partition) or {}).get(
-            case.environ) or {}).get(case.tc.get("ref_key")) or {}
-        for fullvar, pv in (case.tc.get("perfvalues") or {}).items():
-            ref = entry.get(fullvar.rsplit(":", 1)[-1])
-            pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
-    return out
 
 
 def as_session(session: Session | dict) -> Session:

@@ -10,8 +10,11 @@ from pathlib import Path
 import yaml
 
 from ..reference_file import load_references, stats_path
-from .measurements import Case, Session, load, with_references
+from .measurements import Case, Session, load
 from .policy import DEFAULT_POLICY, GatePolicy
+
+#: The key of the build statistics in the statistics file.
+BUILDS_KEY = "$builds"
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,16 @@ class ReferenceSet:
     def applied(self, report: dict) -> Session:
         """A stored session as ReFrame would have reported it against these references
         (as it ran when there are none)."""
-        return load(with_references(report, self.refs) if self.refs else report)
+        return load(report, self.refs or None)
+
+    def build_tolerance(self, partition: str, environ: str) -> float:
+        return build_tolerance(self.stats, partition, environ, self.policy)
+
+    def blessed(self, case: Case, var: str) -> dict:
+        return blessed_record(self.stats, case, var)
+
+    def not_gated(self) -> list[dict]:
+        return not_gated(self.stats)
 
 
 def blessed_record(stats: dict | None, case: Case, var: str) -> dict:
@@ -54,3 +66,33 @@ def blessed_record(stats: dict | None, case: Case, var: str) -> dict:
              .get(case.environ) or {})
     rec = (entry.get(case.ref_key) or {}).get(var) or {}
     return rec if isinstance(rec, dict) else {}
+
+
+def build_tolerance(stats: dict | None, partition: str, environ: str,
+                    policy: GatePolicy = DEFAULT_POLICY) -> float:
+    """The build's tolerance from the statistics file, else the policy's build_floor."""
+    rec = (((stats or {}).get(BUILDS_KEY) or {}).get(partition) or {}).get(environ) or {}
+    tol = rec.get("tolerance") if isinstance(rec, dict) else None
+    return float(tol) if isinstance(tol, int | float) and tol > 0 else policy.build_floor
+
+
+def not_gated(stats: dict | None) -> list[dict]:
+    """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
+    bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
+    {median, spread, n, gated, reason}}}}}})."""
+    out: list[dict] = []
+    if not isinstance(stats, dict):
+        return out
+    for cls, parts in stats.items():
+        if cls.startswith("$"):  # not a test class: the builds' own statistics
+            continue
+        for part, envs in (parts or {}).items():
+            for env, keys in (envs or {}).items():
+                for ref_key, pvars in (keys or {}).items():
+                    for var, st in (pvars or {}).items():
+                        if isinstance(st, dict) and st.get("gated") is False:
+                            out.append({"check": cls, "partition": part, "environ": env,
+                                        "ref_key": ref_key, "var": var,
+                                        "median": st.get("median"), "spread": st.get("spread"),
+                                        "n": st.get("n"), "reason": st.get("reason", "")})
+    return out

@@ -26,8 +26,8 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..atomic import atomic_write
 from ..reference_file import INDEX, load_references, stats_path
-from .gate_builds import BUILDS_KEY
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
+from .reference_set import BUILDS_KEY
 from .samples import Samples, against_host, build_stats, collect
 from .statistics import ValueStats, kind_of, round_sig, value_stats
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from .gate import NO_REFERENCE, NOT_GATED, REGRESSION, WATCH, Judgement, judge
-from .measurements import Session, ValueKey, load, with_references
+from .measurements import Session, ValueKey, load
 from .policy import DEFAULT_POLICY, GatePolicy
 
 #: Earlier sessions looked at for one that measured a value outside its tolerance.
@@ -63,7 +63,7 @@ def outside_before(session: Session, keys: set[ValueKey | None], earlier: Iterab
         if prev.uuid == session.uuid or prev.confirms or prev.start >= session.start:
             continue
         looked += 1
-        again = load(with_references(prev.raw, refs)) if refs else prev
+        again = load(prev.raw, refs) if refs else prev
         for v in judge(again, confirmations, stats, policy).verdicts:
             if v.key in pending and v.status not in (NOT_GATED, NO_REFERENCE):
                 pending.discard(v.key)

@@ -27,7 +27,6 @@ from collections import Counter
 from pathlib import Path
 
 from ..results import gate, references
-from ..results.measurements import load, with_references
 from ..results.night import judge_night, to_confirm
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
@@ -53,15 +52,15 @@ def recorded_halves() -> list[dict]:
 
 def confirmation(sessions: list[dict], k: int, refset: ReferenceSet) -> dict | None:
     """Session k's confirmation: the next session's passes of the test cases the gate
-    would measure again (results.night.to_confirm; None when it would measure none),
-    against the blessed references."""
+    would measure again (results.night.to_confirm; None when it would measure none), as
+    ReFrame reported them (`refset.applied` judges them against the blessed references)."""
     again = {c.hashcode for c in to_confirm(refset.applied(sessions[k]), refset)}
     if not again:
         return None
     conf = copy.deepcopy(sessions[k + 1])
     for run in conf["runs"]:
         run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-    return with_references(conf, refset.refs)
+    return conf
 
 
 def judged_nights(sessions: list[dict], bless: int, floor: float,
@@ -77,7 +76,7 @@ def judged_nights(sessions: list[dict], bless: int, floor: float,
     for k in range(bless, len(sessions) - 1):
         night = refset.applied(sessions[k])
         conf = confirmation(sessions, k, refset)
-        confs = [load(conf)] if conf else []
+        confs = [refset.applied(conf)] if conf else []
         judged = judge_night(night, confs, refset, reversed(history))
         history.append((night, confs))
         yield k, blessed, judged.alone, judged.judgement

@@ -49,7 +49,8 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     cur = data.current
     before = [s for s in reversed(data.sessions) if s is not cur]
     nights = [(s, data.confirming(s)) for s in before]
-    night = judge_night(cur, data.confirming(cur), ReferenceSet(references or {}, statistics),
+    refset = ReferenceSet(references or {}, statistics)
+    night = judge_night(cur, data.confirming(cur), refset,
                         itertools.chain(nights, earlier_nights or ()),
                         before if earlier is None else itertools.chain(before, earlier))
     judged = night.judgement
@@ -63,7 +64,7 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    ctx.update(front_page(data, verdicts, statistics))
+    ctx.update(front_page(data, verdicts, refset))
     ctx["what_changed"] = gate_view.what_changed(night)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
@@ -77,7 +78,7 @@ def make_report(sessions: list[dict], *, name: str = "report", references: dict 
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
 
-def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
+def front_page(data: ReportData, verdicts: list, refset: ReferenceSet) -> dict:
     cur = data.current
     judged = [front.Verdict.of(v) for v in verdicts]
     confirmations = len(data.confirming(cur))
@@ -89,7 +90,7 @@ def front_page(data: ReportData, verdicts: list, statistics: dict) -> dict:
     rows = [front.describe(v, cur.cases) for v in judged]
     regs = [r for r in rows if r["status"] == gate_view.REGRESSION]
     fails = front.failures(cur)
-    not_gated = front.not_gated(statistics)
+    not_gated = refset.not_gated()
     listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
     not_gated += [  # those the statistics file does not explain (hand-set references)
         {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,

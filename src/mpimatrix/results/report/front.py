@@ -51,28 +51,6 @@ def describe(v: Verdict, cases: Sequence[Case]) -> dict:
             "status": v.status}
 
 
-def not_gated(stats: dict | None) -> list[dict]:
-    """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
-    bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
-    {median, spread, n, gated, reason}}}}}})."""
-    out: list[dict] = []
-    if not isinstance(stats, dict):
-        return out
-    for cls, parts in stats.items():
-        if cls.startswith("$"):  # not a test class: the builds' own statistics
-            continue
-        for part, envs in (parts or {}).items():
-            for env, keys in (envs or {}).items():
-                for ref_key, pvars in (keys or {}).items():
-                    for var, st in (pvars or {}).items():
-                        if isinstance(st, dict) and st.get("gated") is False:
-                            out.append({"check": cls, "partition": part, "environ": env,
-                                        "ref_key": ref_key, "var": var,
-                                        "median": st.get("median"), "spread": st.get("spread"),
-                                        "n": st.get("n"), "reason": st.get("reason", "")})
-    return out
-
-
 def unreferenced(s: Session) -> int:
     """Performance values of the session that have no reference (not blessed)."""
     return sum(1 for c in s.cases if c.passed for pv in c.values if not pv.ref)
