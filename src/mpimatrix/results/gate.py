@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field, replace
+from enum import Enum
 
 from ..units import human_size
 from . import host
@@ -32,10 +33,27 @@ from .policy import DEFAULT_POLICY, GatePolicy
 from .reference_set import blessed_record
 from .statistics import best
 
-#: Statuses, worst first. WATCH: a value alone outside its tolerance in this session
-#: and not in the previous one that measured it (results/watch.py).
-REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = (
-    "regression", "watch", "noise", "pass", "not gated", "no reference")
+
+class Status(str, Enum):
+    """A value's status, worst first. WATCH: a value alone outside its tolerance in this
+    session and not in the previous one that measured it (results/watch.py). Each is
+    its text too (a report's cell, a JSON field)."""
+
+    REGRESSION = "regression"
+    WATCH = "watch"
+    NOISE = "noise"
+    PASS = "pass"
+    NOT_GATED = "not gated"
+    NO_REFERENCE = "no reference"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = Status
 
 
 @dataclass(frozen=True)
@@ -68,7 +86,7 @@ class ValueVerdict:
     first_failed: bool = False  # the best of the session's own samples was outside
     with_build: bool = False  # a regression at the with-build tolerance
     key: ValueKey | None = None
-    status: str = PASS
+    status: Status = PASS
     reason: str = ""  # why not gated (from the statistics file), when known
     spread: float = 0.0  # blessed robust spread (CV), 0 when the statistics lack it
     #: a value alone: the earlier session where it was outside too (results/watch.py)
@@ -303,7 +321,7 @@ def _confirmed_verdict(v: ValueVerdict, confirmation: tuple | None, h: Host) -> 
     return replace(v, status=_decide(v))
 
 
-def _decide(v: ValueVerdict) -> str:
+def _decide(v: ValueVerdict) -> Status:
     if not v.reference:
         return NO_REFERENCE
     if v.lower is None and v.upper is None:

@@ -42,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 
 from ..results import watch
-from ..results.gate import REGRESSION, WATCH
+from ..results.gate import NO_REFERENCE, NOT_GATED, REGRESSION, WATCH
 from ..results.measurements import load
 from ..results.night import judge_night
 from ..results.policy import DEFAULT_POLICY
@@ -222,7 +222,7 @@ def main(argv=None, prog: str | None = None) -> int:
             if b.status == REGRESSION and kind == "unchanged":
                 log.append(f"false alarm, session {n_run} ({what}): {b.line()}")
         for v, v_alone in zip(judged.verdicts, alone.verdicts, strict=True):
-            if v.status in ("not gated", "no reference"):
+            if v.status in (NOT_GATED, NO_REFERENCE):
                 gated_share["not gated"] += 1
                 continue
             gated_share["gated"] += 1
