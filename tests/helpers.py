@@ -133,3 +133,12 @@ def reported_against(report: dict, refs: dict) -> dict:
                 ref = entry.get(fullvar.rsplit(":", 1)[-1])
                 pv[1:4] = [ref[0], ref[1], ref[2]] if ref else [0, None, None]
     return out
+
+
+def judged(session, confirmations=None, stats=None, policy=None):
+    """gate.judge of sessions given as reports (a test's fixtures) or loaded."""
+    from mpimatrix.results import gate
+    from mpimatrix.results.measurements import as_session
+    from mpimatrix.results.policy import DEFAULT_POLICY
+    return gate.judge(as_session(session), [as_session(c) for c in confirmations or []],
+                      stats, policy or DEFAULT_POLICY)

@@ -21,6 +21,7 @@ from mpimatrix.builds.sources import BuildSet
 from mpimatrix.cli import cluster as cluster_cli
 from mpimatrix.placement import INTERNODE, INTRANODE, Placement, oversubscribed
 from mpimatrix.results import summary
+from mpimatrix.results.measurements import load
 from mpimatrix.rfm import hang_budget
 from mpimatrix.rfm.build_check import BuildCheck
 from mpimatrix.rfm.placements import oversubscribes
@@ -175,8 +176,8 @@ def test_a_hang_after_the_results_cancelled_early_is_named():
 
 # -- the summary ----------------------------------------------------------------------------------
 def _session(*cases):
-    return {"runs": [{"testcases": list(cases)}],
-            "session_info": {"num_cases": len(cases), "num_failures": 1, "uuid": "u"}}
+    return load({"runs": [{"testcases": list(cases)}],
+                 "session_info": {"num_cases": len(cases), "num_failures": 1, "uuid": "u"}})
 
 
 def test_summary_partition_column_oversubscribed_mark_whole_reasons():

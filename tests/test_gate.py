@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import FIXTURES
+from helpers import FIXTURES, judged
 
 from mpimatrix.reference_file import ReferenceFileError, load_references, stats_path
 from mpimatrix.results import history, references
@@ -23,9 +23,9 @@ from mpimatrix.results.gate import (
     PASS,
     REGRESSION,
     ValueVerdict,
-    failed_first,
-    judge,
 )
+from mpimatrix.results.gate import failed_first as failed_first_of
+from mpimatrix.results.measurements import load
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
 from mpimatrix.results.statistics import modes, spread, value_stats
 from mpimatrix.rfm.inject import InjectError, injection_for
@@ -142,10 +142,10 @@ def test_bad_reference_files_name_the_file_and_key(tmp_path, text, message):
 def test_confirmation_separates_regressions_from_noise():
     main = session("injected-mpich-4.0.2-clock-1.0")
     conf = session("injected-mpich-4.0.2-clock-1.0-confirm")
-    once = judge(main).verdicts  # without confirmation: what ReFrame failed is a regression
+    once = judged(main).verdicts  # without confirmation: what ReFrame failed is a regression
     failed = [v for v in once if v.status == REGRESSION]
     assert failed and all(len(v.samples) == 1 for v in failed)
-    checked = {(v.build, v.check, v.var): v for v in judge(main, [conf]).verdicts}
+    checked = {(v.build, v.check, v.var): v for v in judged(main, [conf]).verdicts}
     statuses = {}
     for key, v in checked.items():
         before = next(o for o in once if (o.build, o.check, o.var) == key)
@@ -193,14 +193,14 @@ def _pingpong_latency(vs: list) -> ValueVerdict:
 def test_one_slow_pass_of_three_is_no_failure():
     """The gate judges the best pass: one pass 3x slow (a disturbed node) passes and is
     not measured again; all three slow is a failure, and only that case is re-run."""
-    calm = _pingpong_latency(judge(_passes("bless-1", [1.0])).verdicts)
+    calm = _pingpong_latency(judged(_passes("bless-1", [1.0])).verdicts)
     assert calm.status == PASS and calm.upper == 0.2
-    one_slow = _pingpong_latency(judge(_passes("bless-1", [1.0, 3.0, 1.0])).verdicts)
+    one_slow = _pingpong_latency(judged(_passes("bless-1", [1.0, 3.0, 1.0])).verdicts)
     assert one_slow.samples == pytest.approx([calm.value, 3 * calm.value, calm.value])
     assert one_slow.value == pytest.approx(calm.value)
     assert one_slow.status == PASS and not one_slow.first_failed
     all_slow = _passes("bless-1", [3.0, 3.1, 3.2])
-    v = _pingpong_latency(judge(all_slow).verdicts)
+    v = _pingpong_latency(judged(all_slow).verdicts)
     assert v.first_failed and v.status == REGRESSION and v.value == pytest.approx(3 * calm.value)
     again = failed_first(all_slow)
     assert again and {c.build for c in again} == {"mpich-5.0.2-pypi"}
@@ -216,7 +216,7 @@ def test_bless_takes_the_best_pass_of_each_session(tmp_path):
         "MPI1:PingPong@intranode"]["latency_8B"]
     # three builds ran: each session's samples against its host factor
     hosts = blessed.hosts["local:default"]
-    singles = [_pingpong_latency(judge(session(n)).verdicts).value
+    singles = [_pingpong_latency(judged(session(n)).verdicts).value
                / hosts[session(n)["session_info"]["uuid"]] for n in BLESS]
     assert rec["n"] == 3 and rec["basis"] == "best of each session's 3 passes, against the host"
     assert sorted(rec["samples"]) == pytest.approx(sorted(singles), rel=1e-3)
@@ -294,3 +294,7 @@ def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):
     assert entries == [[0.0, None, None, "%"]]
     assert any("overlap_1MiB: a share of 0 % is within its tolerance" in n
                for n in blessed.not_gated)
+
+
+def failed_first(report: dict):
+    return failed_first_of(load(report))

@@ -12,7 +12,7 @@ import copy
 import statistics
 
 import pytest
-from helpers import six_pass_session
+from helpers import judged, six_pass_session
 
 from mpimatrix.results import gate, references
 from mpimatrix.results.policy import DEFAULT_POLICY
@@ -81,8 +81,8 @@ def test_bless_divides_each_session_by_its_host_factor_and_keeps_the_builds_spre
 def test_a_slow_host_moves_no_verdict_and_is_reported(blessed):
     """Every build 30 % slower at once (the host's other guests, a firmware change):
     the same verdicts as the session as measured, and a HOST line."""
-    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
-    slow = gate.judge(against(recorded(6), blessed, {"*": 1.3}), None, blessed.stats)
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
+    slow = judged(against(recorded(6), blessed, {"*": 1.3}), None, blessed.stats)
     assert statuses(slow) == statuses(base)
     assert slow.hosts[0].factor == pytest.approx(1.3 * base.hosts[0].factor, rel=1e-6)
     assert slow.hosts[0].slow and not base.hosts[0].slow
@@ -91,8 +91,8 @@ def test_a_slow_host_moves_no_verdict_and_is_reported(blessed):
 
 
 def test_one_slow_build_is_found_on_a_slow_host_and_the_others_stay_clean(blessed):
-    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
-    j = gate.judge(against(recorded(6), blessed, {"*": 1.2, VICTIM: 1.2 * 1.25}), None,
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
+    j = judged(against(recorded(6), blessed, {"*": 1.2, VICTIM: 1.2 * 1.25}), None,
                    blessed.stats)
     others = {v.build for v in j.verdicts} - {VICTIM}
     assert statuses(j, others) == statuses(base, others)
@@ -119,18 +119,18 @@ def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_wh
     outside the build's (from its spread over the blessed sessions)."""
     blessed = blessed_wide
     tol = {b: r["tolerance"] for b, r in blessed.stats[BUILDS_KEY]["local:default"].items()}
-    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
     # against the least-slowed build after the step: at most the slowest build's median
     medians = base.hosts[0].builds
     step = (1 + tol["mpich-5_0_2-pypi"]) * max(medians.values()) / medians[VICTIM] + 0.02
     assert step < 1 + DEFAULT_FLOOR  # inside every value's own tolerance
-    j = gate.judge(against(recorded(6), blessed, {VICTIM: step}), None, blessed.stats)
+    j = judged(against(recorded(6), blessed, {VICTIM: step}), None, blessed.stats)
     whole = {b.build: b for b in j.builds}[VICTIM]
     assert whole.first_failed and whole.status == gate.REGRESSION
     assert not any(v.status == gate.REGRESSION for v in j.verdicts
                    if v.build == VICTIM and not v.with_build)
     # without the bless statistics the default build tolerance applies
-    j = gate.judge(against(recorded(6), blessed, {VICTIM: step}), None, None)
+    j = judged(against(recorded(6), blessed, {VICTIM: step}), None, None)
     assert {b.build: b for b in j.builds}[VICTIM].tolerance == DEFAULT_POLICY.build_floor
 
 
@@ -138,9 +138,9 @@ def test_a_build_in_a_slow_state_of_its_own_hides_no_other_build(blessed):
     """Intel MPI 40 % slow on its own (the wheel's minutes-long slow states) while
     PyPI MPICH is 30 % slower: the median of three builds would be Intel MPI's state
     and PyPI MPICH would pass; against the least-slowed build both are found."""
-    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
     factors = {"impi-2021.18.1-pypi": 1.4, VICTIM: 1.3}
-    j = gate.judge(against(recorded(6), blessed, factors), None, blessed.stats)
+    j = judged(against(recorded(6), blessed, factors), None, blessed.stats)
     whole = {b.build: b for b in j.builds}
     assert j.hosts[0].factor == pytest.approx(
         sorted(base.hosts[0].builds[b] * factors.get(b, 1) for b in whole)[1], rel=1e-6)
@@ -154,8 +154,8 @@ def test_a_host_faster_than_its_references_flags_no_value_at_its_reference(bless
     every build 30 % faster at once, one build as fast as its references. Divided by a
     host factor of 0.77 its values would read 30 % slow; the gate never divides by less
     than 1, so no value at or better than its reference is flagged."""
-    base = gate.judge(against(recorded(6), blessed), None, blessed.stats)
-    j = gate.judge(against(recorded(6), blessed, {"*": 1 / 1.3, VICTIM: 1.0}), None,
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
+    j = judged(against(recorded(6), blessed, {"*": 1 / 1.3, VICTIM: 1.0}), None,
                    blessed.stats)
     assert j.hosts[0].factor < 0.85
     assert statuses(j, {VICTIM}) == statuses(base, {VICTIM})
@@ -165,7 +165,7 @@ def test_a_host_faster_than_its_references_flags_no_value_at_its_reference(bless
 
 def test_with_two_builds_values_are_judged_as_measured(blessed):
     two = {"mpich-5.0.2-pypi", "impi-2021.18.1-pypi"}
-    j = gate.judge(against(recorded(6), blessed, {"*": 1.5}, only=two), None, blessed.stats)
+    j = judged(against(recorded(6), blessed, {"*": 1.5}, only=two), None, blessed.stats)
     assert j.hosts[0].factor is None and not j.builds
     assert all(v.host is None for v in j.verdicts)
     assert sum(v.status == gate.REGRESSION for v in j.verdicts) >= 10
@@ -178,7 +178,7 @@ def test_the_confirmation_clears_what_its_own_host_factor_explains(blessed):
     session = against(recorded(6), blessed, {VICTIM: 1.6})
     conf = against(recorded(6, 3, 6), blessed, {"*": 1.4})
     conf["session_info"] = {**conf["session_info"], "confirms": "x"}
-    j = gate.judge(session, [conf], blessed.stats)
+    j = judged(session, [conf], blessed.stats)
     victim = [v for v in j.verdicts if v.build == VICTIM and v.first_failed]
     assert victim and all(v.status == gate.NOISE for v in victim if v.host_judged)
     assert all(v.confirm_host and v.confirm_host > 1.3 for v in victim if v.host_judged)
@@ -204,8 +204,8 @@ def test_values_that_moved_with_a_regressed_build_are_named_with_it(blessed_wide
     tolerance although each value's own (30 %) lets it pass; the other builds stay
     as they were."""
     wide = blessed_wide
-    base = gate.judge(against(recorded(6), wide), [confirmation(wide, {})], wide.stats)
-    j = gate.judge(against(recorded(6), wide, {VICTIM: 1.25}),
+    base = judged(against(recorded(6), wide), [confirmation(wide, {})], wide.stats)
+    j = judged(against(recorded(6), wide, {VICTIM: 1.25}),
                    [confirmation(wide, {VICTIM: 1.25})], wide.stats)
     others = {v.build for v in j.verdicts} - {VICTIM}
     assert statuses(j, others) == statuses(base, others)
@@ -229,7 +229,7 @@ def test_a_build_whose_slowdown_the_confirmation_does_not_repeat_names_no_value(
     """The same 25 % in the session, gone in the confirmation: the whole build is noise,
     and no value is tested at the with-build tolerance."""
     wide = blessed_wide
-    j = gate.judge(against(recorded(6), wide, {VICTIM: 1.25}), [confirmation(wide, {})],
+    j = judged(against(recorded(6), wide, {VICTIM: 1.25}), [confirmation(wide, {})],
                    wide.stats)
     assert {b.build: b for b in j.builds}[VICTIM].status == gate.NOISE
     assert not any(v.with_build for v in j.verdicts)

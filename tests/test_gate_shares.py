@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 import pytest
-from helpers import six_pass_session
+from helpers import judged, six_pass_session
 from test_gate_host import against
 
 from mpimatrix.results import gate, references
@@ -47,7 +47,7 @@ def overlap_verdict(blessed, session: list[float], confirmation: list[float]):
     s = against(with_overlap(six_pass_session(6, 0, 3), session), blessed)
     conf = against(with_overlap(six_pass_session(6, 3, 6), confirmation), blessed)
     conf["session_info"]["confirms"] = s["session_info"]["uuid"]
-    j = gate.judge(s, [conf], blessed.stats)
+    j = judged(s, [conf], blessed.stats)
     return j, next(v for v in j.verdicts if v.build == VICTIM and v.var == OVERLAP
                    and v.check == "Imb NBC:Ibcast")
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import six_pass_session
+from helpers import judged, six_pass_session
 
 from mpimatrix.results import gate, watch
 from mpimatrix.results.measurements import load
@@ -97,7 +97,7 @@ def test_a_whole_build_and_its_values_turn_the_night_red_at_once():
                             DEFAULT_POLICY.value_floor, "local", references.CommentedMap(), {})
     session = load(against(six_pass_session(6, 0, 3), wide, {"mpich-5.0.2-pypi": 1.5}))
     conf = load(confirmation(wide, {"mpich-5.0.2-pypi": 1.5}))
-    j = gate.judge(session, [conf], wide.stats)
+    j = judged(session, [conf], wide.stats)
     assert any(b.status == gate.REGRESSION for b in j.builds)
     assert watch.apply(session, j, [], wide.stats) == j
 
@@ -115,7 +115,7 @@ def test_values_of_one_build_outside_together_are_red_at_once():
     two = {"mpich-5.0.2-pypi", "impi-2021.18.1-pypi"}
     session = load(against(six_pass_session(6, 0, 3), wide, {"mpich-5.0.2-pypi": 1.5},
                            only=two))
-    j = gate.judge(session, None, wide.stats)
+    j = judged(session, None, wide.stats)
     assert not j.builds and len(j.regressions) >= 5
     assert watch.apply(session, j, [], wide.stats) == j
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from helpers import FIXTURES, recorded_report
+from helpers import FIXTURES, judged, recorded_report
 
 from mpimatrix.results import gate
 from mpimatrix.results.measurements import load as session_view
@@ -144,14 +144,14 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
             for full, pv in tc["perfvalues"].items():
                 if pv[5] == "fail":
                     failed[(tc["environ"], tc.get("ref_key"), full.rsplit(":", 1)[-1])] += 1
-    judged = gate.judge(nightly[-1])
+    night = judged(nightly[-1])
     rows, watched = rep.context["regressions"], rep.context["watch"]
     # each build here has several values outside at once: none is a value alone, on
     # watch (results/watch.py), so the report's regressions are the gate's
-    assert len(rows) == sum(v.status == gate.REGRESSION for v in judged.verdicts) > 0
+    assert len(rows) == sum(v.status == gate.REGRESSION for v in night.verdicts) > 0
     assert not watched and "on watch" not in rep.context["verdict"]["text"]
     assert len(rows) >= len(failed) - 2, (len(rows), len(failed))
-    host = judged.hosts[0].factor
+    host = night.hosts[0].factor
     assert host and 0.8 < host < 1.25
     host = max(host, 1.0)  # the gate never divides by less than 1
     assert rep.context["verdict"]["cls"] == "bad"
@@ -171,7 +171,7 @@ def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
     refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
     rep = make_report([loaded], references=refs)
     gated = {(v.environ, v.var, v.check, v.placement): v.status
-             for v in gate.judge(loaded, [], None).verdicts}
+             for v in judged(loaded, [], None).verdicts}
     want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
     got = {(r["build"], r["benchmark"], r["placement"], r["what"])
            for r in rep.context["regressions"] + rep.context["noise"]}

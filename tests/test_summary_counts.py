@@ -10,6 +10,7 @@ import json
 from helpers import FIXTURES
 
 from mpimatrix.results import summary
+from mpimatrix.results.measurements import load
 
 
 def _case(name: str, result: str = "pass", fixture: bool = False) -> dict:
@@ -20,7 +21,7 @@ def _case(name: str, result: str = "pass", fixture: bool = False) -> dict:
 
 
 def _last_line(session: dict) -> str:
-    return summary.format_table(session).splitlines()[-1]
+    return summary.format_table(load(session)).splitlines()[-1]
 
 
 def test_fixtures_reframe_counts_are_named_apart():

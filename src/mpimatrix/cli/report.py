@@ -9,12 +9,12 @@ from pathlib import Path
 from ..paths import references_dir
 from ..reference_file import ReferenceFileError
 from ..results import references, summary
-from ..results.measurements import as_session
+from ..results.measurements import load as load_session
 from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
-from ..run.nights import confirmations_of, earlier_sessions, previous_nights
+from ..run.nights import earlier_sessions, previous_nights, with_their_confirmations
 from ..site.systems import partition_prices
 from .outputs import output_dir, output_name, write_failed
 from .session_args import sessions_from_args
@@ -24,16 +24,12 @@ def cmd_report(args) -> int:
     if args.html:  # where it writes, checked before anything is read
         name = output_name(args.name) if args.name is not None else None
         out = output_dir(args.output_dir)
-    sessions = sessions_from_args(args)
+    sessions = [load_session(s) for s in sessions_from_args(args)]
     if not args.html:
         for s in sessions:
             print(summary.format_table(s, width=args.width))
         return 0
-    # each session's confirmation, where the selection left it out (--session, latest):
-    # the gate's verdicts pool its samples in
-    views = [as_session(s) for s in sessions]
-    have = {v.uuid for v in views}
-    sessions += [c.raw for c in confirmations_of(views) if c.uuid not in have]
+    sessions = with_their_confirmations(sessions)
     data = load(sessions)  # one system, or a clear message
     ref_file = Path(args.references) if args.references else \
         references_dir() / f"{data.system}.yaml"

@@ -28,7 +28,7 @@ from enum import Enum
 from ..units import human_size
 from . import host
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
-from .measurements import Case, PerfValue, Session, ValueKey, as_session, as_sessions
+from .measurements import Case, PerfValue, Session, ValueKey
 from .policy import DEFAULT_POLICY, GatePolicy
 from .reference_set import blessed_record
 from .statistics import best
@@ -243,14 +243,14 @@ class Judgement:
         return [v.line() for v in self.verdicts if v.status == WATCH]
 
 
-def judge(session: Session | dict, confirmations: list | None = None,
+def judge(session: Session, confirmations: list[Session] | None = None,
           stats: dict | None = None, policy: GatePolicy = DEFAULT_POLICY) -> Judgement:
     """One verdict per performance value of the session (its passes pooled), the host
     factor of each partition and a verdict per build; the samples of the confirmation
     sessions decide the values and builds whose session best failed. Each step below
     returns new verdicts."""
-    measured = _measured(as_session(session), stats, policy)
-    confirmed = _confirmed(as_sessions(confirmations or []), measured)
+    measured = _measured(session, stats, policy)
+    confirmed = _confirmed(confirmations or [], measured)
     names = {v.environ: v.build for v in measured.values()}
     first_rows = slowdown_table(measured.values(), lambda v: v.samples, policy)
     first_hosts = hosts(first_rows, names, policy)
@@ -351,12 +351,11 @@ def _with_build(v: ValueVerdict, confirmation: tuple, least: float | None,
     return v
 
 
-def failed_first(session: Session | dict, stats: dict | None = None,
+def failed_first(session: Session, stats: dict | None = None,
                  policy: GatePolicy = DEFAULT_POLICY) -> list[Case]:
     """The test cases of a session with a value whose best sample, against the host,
     is outside its tolerance, and every test case of a build outside its build
     tolerance (those get measured again)."""
-    session = as_session(session)
     j = judge(session, None, stats, policy)
     failed = {v.key for v in j.verdicts if v.first_failed}
     builds = {(b.partition, b.build) for b in j.builds if b.first_failed}

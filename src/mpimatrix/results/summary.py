@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .changed_since import ChangedSince
 from .gate import NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict, judge
-from .measurements import Case, Session, as_session
+from .measurements import Case, Session
 
 
 def fmt_value(v) -> str:
@@ -45,7 +45,7 @@ def failure_text(case: Case) -> str:
     return f"[{case.fail_phase or 'expected failure'}] {reason}"
 
 
-def rows(session: Session | dict, results: list[ValueVerdict] | None = None
+def rows(session: Session, results: list[ValueVerdict] | None = None
          ) -> list[list[str]]:
     """One row per test case. A case that failed only its references shows the gate's
     word for it: "regression" (confirmed), "watch" (confirmed, alone, not outside before)
@@ -54,7 +54,7 @@ def rows(session: Session | dict, results: list[ValueVerdict] | None = None
     for v in results or []:
         statuses.setdefault((v.environ, v.check, v.placement), set()).add(v.status)
     out = []
-    for case in as_session(session).cases:
+    for case in session.cases:
         result = case.result
         key = (case.environ, case.check, case.placement)
         if case.outside_in_performance and key in statuses:
@@ -71,7 +71,7 @@ def rows(session: Session | dict, results: list[ValueVerdict] | None = None
     return out
 
 
-def regressions(session: Session | dict, judged: Judgement | None = None) -> list[str]:
+def regressions(session: Session, judged: Judgement | None = None) -> list[str]:
     """One line per confirmed regression, naming everything (samples, reference,
     tolerance, change): whole builds first, then single values."""
     return (judge(session) if judged is None else judged).regressions
@@ -131,12 +131,11 @@ def fixtures_text(session: Session) -> str:
             f"{len(session.cases) + n} in all)")
 
 
-def format_table(session: Session | dict, judged: Judgement | None = None,
+def format_table(session: Session, judged: Judgement | None = None,
                  width: int = 200, changed: list[ChangedSince] | None = None) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
     reason names the cause; after each build's REGRESSION lines, what changed
     (`changed`)."""
-    session = as_session(session)
     judged = judge(session) if judged is None else judged
     results = judged.verdicts
     data = rows(session, results)

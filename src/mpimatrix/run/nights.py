@@ -59,6 +59,13 @@ def previous_nights(skip: Path | None = None) -> Iterator[tuple[Session, list[Se
         yield session, seen.get(session.uuid, [])
 
 
+def with_their_confirmations(sessions: list[Session]) -> list[Session]:
+    """The sessions and the stored confirmation of each, where the selection left it out
+    (`--session latest`): the gate's verdicts pool its samples in."""
+    have = {s.uuid for s in sessions}
+    return sessions + [c for c in confirmations_of(sessions) if c.uuid not in have]
+
+
 def confirmations_of(sessions: list[Session]) -> list[Session]:
     """The stored confirmation sessions of these sessions (read newest first, down to the
     oldest of them)."""

@@ -16,7 +16,7 @@ from . import compare, cost, effects, front, gate_view, layouts, page, trend
 from .axes import session_axes
 from .curves import curve_jobs, reference_points, unsized_plot
 from .figures import Colours, Plot
-from .model import DASH, Line, ReportData, load
+from .model import DASH, Line, ReportData, Session, load
 from .render import Job, resolve
 from .repetitions import crossovers, curves
 from .trendplot import cost_plot, trend_plot
@@ -30,7 +30,8 @@ class Report:
     context: dict
 
 
-def make_report(sessions: list[dict], *, name: str = "report", references: dict | None = None,
+def make_report(sessions: list[Session | dict], *, name: str = "report",
+                references: dict | None = None,
                 statistics: dict | None = None, prices: dict | None = None,
                 baseline: str | None = None, verdicts: list | None = None,
                 change_points: list | None = None, max_trends: int = 24,
