@@ -31,6 +31,7 @@ from collections import Counter
 from pathlib import Path
 
 from mpimatrix.results import history, steps
+from mpimatrix.results.measurements import load
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.sessions import load_report
 
@@ -70,7 +71,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("reports", nargs="+", help="ReFrame JSON reports (the sessions)")
     args = p.parse_args(argv)
-    sessions = [load_report(Path(r)) for r in args.reports if not r.endswith("latest.json")]
+    sessions = [load(load_report(Path(r))) for r in args.reports
+                if not r.endswith("latest.json")]
     series = [s for s in history.series_of(sessions) if len(s.points) >= DEFAULT_POLICY.min_points]
     print(f"# {len(sessions)} sessions, {len(series)} series "
           f"({sum(truth(s) is not None for s in series)} with an injected step)")

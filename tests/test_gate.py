@@ -257,7 +257,7 @@ def test_bless_leaves_out_confirmations_injected_and_other_modes(tmp_path):
 
 # -- history (more in test_history.py) ------------------------------------------------------
 def test_confirmation_sessions_are_not_points_of_a_series():
-    series = history.series_of([session(n) for n in (*BLESS, "injected-mpich-4.0.2-clock-1.0",
+    series = history.series_of([load(session(n)) for n in (*BLESS, "injected-mpich-4.0.2-clock-1.0",
                                                      "injected-mpich-4.0.2-clock-1.0-confirm")])
     assert {len(s.points) for s in series} == {4}
     injected = {s.build: s.points[-1].injected for s in series}

@@ -13,13 +13,14 @@ import pytest
 from helpers import six_pass_session
 
 from mpimatrix.results import history
+from mpimatrix.results.measurements import Session, load
 from mpimatrix.results.policy import DEFAULT_POLICY
 
 VICTIM = "mpich-5.0.2-pypi"
 
 
 def nights(step_from: int = 99, factor: float = 1.0, host_from: int = 99,
-           host_factor: float = 1.0, n: int = 12) -> list[dict]:
+           host_factor: float = 1.0, n: int = 12) -> list[Session]:
     """n sessions, one a night: VICTIM's times x factor (rates /) from session step_from
     on, every build's x host_factor from session host_from on."""
     halves = [six_pass_session(i, a, a + 3) for i in range(1, 8) for a in (0, 3)]
@@ -36,7 +37,7 @@ def nights(step_from: int = 99, factor: float = 1.0, host_from: int = 99,
                 for pv in (tc.get("perfvalues") or {}).values():
                     if pv[4] != "%":
                         pv[0] = pv[0] / f if pv[4] == "MB/s" else pv[0] * f
-        out.append(s)
+        out.append(load(s))
     return out
 
 

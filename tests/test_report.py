@@ -360,3 +360,18 @@ def test_change_points_come_from_the_history_by_default(nightly, refs):
     assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
     rep = make_report(nightly, references=refs, max_trends=3)
     assert len(rep.context["change_points"]) == len(found)
+
+
+def test_the_trend_drift_is_the_gates_statistic():
+    """A value's drift is its last session's best sample against the reference (what the
+    gate judges, and bless blessed from), not the median: one slow pass of three moves
+    the median, not the drift."""
+    from mpimatrix.results.report.trend import Series
+    latency = Series("local:default", "e", "b", "Imb", "intranode", "k", "latency_8B",
+                     "latency at 8 B", "us", higher_is_better=False,
+                     points=[(1.0, 1.0, 1.0, 1.1), (2.0, 1.02, 1.5, 1.6)], ref=(1.0, None, 0.1))
+    assert latency.drift == pytest.approx(0.02)
+    rate = Series("local:default", "e", "b", "Imb", "intranode", "k", "bandwidth_4MiB",
+                  "bandwidth at 4 MiB", "MB/s", higher_is_better=True,
+                  points=[(1.0, 900.0, 1000.0, 1000.0), (2.0, 500.0, 600.0, 990.0)])
+    assert rate.drift == pytest.approx(-0.01)  # against the first session's best

@@ -22,10 +22,11 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from . import host, steps
-from .measurements import Session, as_sessions
+from .measurements import Session
 from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
 from .steps import MIN_SEGMENT
@@ -114,10 +115,10 @@ def _date(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(t))
 
 
-def series_of(sessions: list[Session | dict]) -> list[Series]:
+def series_of(sessions: Sequence[Session]) -> list[Series]:
     """Every value's series over the sessions, oldest first (confirmations left out)."""
     out: dict[tuple, Series] = {}
-    for s in sorted(as_sessions(sessions), key=lambda s: s.start):
+    for s in sorted(sessions, key=lambda s: s.start):
         if s.confirms:
             continue
         samples: dict[tuple, tuple[list[float], tuple[str, str, str]]] = {}
@@ -216,7 +217,7 @@ def min_step(series: Series, policy: GatePolicy = DEFAULT_POLICY) -> float:
     return policy.min_build_step if series.whole_build else policy.min_step
 
 
-def all_changes(sessions: list, policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
+def all_changes(sessions: Sequence[Session], policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
     """The steps of every build's series against the host, and of the host."""
     return changes_of(against_host(series_of(sessions), policy), policy)
 

@@ -35,8 +35,9 @@ from .command import MPIMATRIX
 
 
 def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> None:
-    changes = history.all_changes(reports)
-    series = history.series_of(reports)
+    sessions = [load(r) for r in reports]
+    changes = history.all_changes(sessions)
+    series = history.series_of(sessions)
     found: Counter = Counter()
     for s in series:
         if s.build != build or s.unit == "%":

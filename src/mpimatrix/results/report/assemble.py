@@ -192,8 +192,9 @@ def trend_section(data: ReportData, colours: Colours, change_points, limit: int)
     rows: list[dict[str, Any]] = sorted(
         ({"build": colours.label(Line(s.build, s.partition)), "check": s.check,
           "placement": s.placement,
-          "what": s.what, "unit": s.unit, "n": len(s.points), "first": s.points[0][2],
-          "last": s.points[-1][2], "ref": s.ref[0] if s.ref else None, "drift": s.drift,
+          "what": s.what, "unit": s.unit, "n": len(s.points),
+          "first": s.best(s.points[0]), "last": s.best(s.points[-1]),
+          "ref": s.ref[0] if s.ref else None, "drift": s.drift,
           "failed": s.failed, "changes": len(s.change_points)} for s in everything),
         key=lambda r: (-r["changes"], -r["failed"], -abs(r["drift"])))
     out["trend_rows"] = rows

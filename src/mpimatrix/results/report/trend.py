@@ -46,6 +46,7 @@ class Series:
     var: str
     what: str  # "latency at 8 B"
     unit: str
+    higher_is_better: bool = False
     points: list[tuple[float, float, float, float]] = field(default_factory=list)
     # (session start, min, median, max)
     ref: tuple[float, float | None, float | None] | None = None  # (ref, lower, upper)
@@ -60,13 +61,18 @@ class Series:
     def group(self) -> tuple[str, str, str]:
         return (self.check, self.placement, self.var)
 
+    def best(self, point: tuple[float, float, float, float]) -> float:
+        """A session's best sample: what the gate judges, and bless blessed."""
+        return point[3] if self.higher_is_better else point[1]
+
     @property
     def drift(self) -> float:
-        """Last median against the reference (or the first median), as a fraction."""
+        """The last session's best against the reference (or the first session's best),
+        as a fraction: the gate's statistic."""
         if not self.points:
             return 0.0
-        base = self.ref[0] if self.ref else self.points[0][2]
-        return self.points[-1][2] / base - 1 if base else 0.0
+        base = self.ref[0] if self.ref else self.best(self.points[0])
+        return self.best(self.points[-1]) / base - 1 if base else 0.0
 
     def band(self) -> tuple[float | None, float | None]:
         if not self.ref:
@@ -95,7 +101,8 @@ def series(data: ReportData, gated_only: bool) -> list[Series]:
                 if key not in acc:
                     size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
                     acc[key] = Series(key[0], key[1], c.line.build, c.check, c.placement,
-                                      key[2], pv.var, f"{pv.quantity}{size}", pv.unit)
+                                      key[2], pv.var, f"{pv.quantity}{size}", pv.unit,
+                                      pv.higher_is_better)
                 if pv.ref:
                     acc[key].ref = (pv.ref, pv.lower, pv.upper)  # the newest wins
                 per_session[key][s.start].append((pv.value, pv.result == "fail"))
