@@ -4,7 +4,7 @@ the report's seams take: front.Verdict and trend.ChangePoint."""
 from __future__ import annotations
 
 from .. import gate, history
-from ..measurements import Session, as_session, as_sessions
+from ..measurements import Session
 from ..night import Night
 from .front import Verdict
 from .trend import ChangePoint
@@ -17,7 +17,6 @@ REGRESSION, WATCH, NOISE, NOT_GATED = gate.REGRESSION, gate.WATCH, gate.NOISE, g
 
 def gate_verdicts(current: Session, judged: gate.Judgement) -> list[Verdict]:
     """The gate's verdicts on the current session in the report's shape."""
-    current = as_session(current)
     ref_keys = {(c.environ, c.check, c.placement): c.ref_key for c in current.cases}
     out = [Verdict(b.partition, b.environ, "the whole build@all placements", "factor",
                    b.status, b.factor, 1.0, "x", b.reason(), b.build)
@@ -55,7 +54,6 @@ def history_change_points(sessions: list[Session]) -> list[ChangePoint]:
     """Steps in each value's history against the host, in each whole build's and in the
     host's (results.history, at least the policy's min_points sessions), with the lock
     or build hash that changed at the step."""
-    sessions = as_sessions(sessions)
     ref_keys = {(c.environ, c.name): c.ref_key for s in sessions for c in s.cases}
     out = []
     for c in history.all_changes(sessions):
