@@ -43,7 +43,8 @@ class MpiPlacementCheck(rfm.RunOnlyRegressionTest, BuildCheck):
     def _problems(self) -> list[str]:
         text, _ = self.parsed
         return placement_output.placement_output_problems(text, self.placement,
-                                                          self.build.library_version_regex)
+                                                          self.build.library_version_regex,
+                                                          self.build.shared_memory)
 
     def results_complete(self):
         return not self._problems()

@@ -60,3 +60,21 @@ def test_version_regexes_do_not_match_other_versions():
     text = (P / "openmpi-4.1.4-debian_intranode.txt").read_text()
     errs = placement_output.placement_output_problems(text, INTRANODE, regex("openmpi", "4.1.41"))
     assert len(errs) == 1 and "does not match the build" in errs[0]
+
+
+def test_a_device_without_shared_memory_sees_one_rank_per_node():
+    """MVAPICH2 `fabrics=sock` (ch3:sock, built by Spack from the kit): to MPI each rank
+    is a shared-memory node of its own. Right for that build; for a build with shared
+    memory the same output says the node is not what it seems."""
+    text = (P / "mvapich2-2.3.7-1-kit-sock-gcc12_intranode.txt").read_text()
+    rx = regex("mvapich2", "2.3.7-1")
+    sock, nemesis = (BuildRecord(name="x", family="mvapich2", version="2.3.7-1",
+                                 provenance="spack", prefix="/", cc="cc", launcher="mpiexec",
+                                 launcher_style="hydra", fabric=f) for f in ("sock", "nemesis"))
+    assert not sock.shared_memory and nemesis.shared_memory
+    assert placement_output.placement_output_problems(text, INTRANODE, rx,
+                                                      sock.shared_memory) == []
+    errs = placement_output.placement_output_problems(text, INTRANODE, rx,
+                                                      nemesis.shared_memory)
+    assert errs == ["MPI sees [1] rank(s) per shared-memory node, expected 2 (nodes that "
+                    "are not what they seem?)"]

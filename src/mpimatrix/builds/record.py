@@ -19,6 +19,10 @@ from .families import FAMILIES, LAUNCHER_STYLES, PMI_WIRES, PROVENANCES
 #: Build names become ReFrame environment names and directory names (.cache/osu/<name>).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
 SUITES = ("imb", "osu")
+#: Devices with no shared-memory transport (MVAPICH2 `fabrics=sock`, MPICH `ch3:sock`):
+#: ranks on one host talk over TCP, and to MPI each rank is a shared-memory node of its
+#: own (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives single ranks).
+NO_SHARED_MEMORY_FABRICS = frozenset({"sock", "ch3:sock"})
 
 
 class BuildError(Exception):
@@ -80,6 +84,11 @@ class BuildRecord:
     @property
     def mpich_abi(self) -> bool:
         return FAMILIES[self.family].mpich_abi
+
+    @property
+    def shared_memory(self) -> bool:
+        """Whether ranks on one host share memory (see NO_SHARED_MEMORY_FABRICS)."""
+        return self.fabric not in NO_SHARED_MEMORY_FABRICS
 
     @property
     def library_version_regex(self) -> str:

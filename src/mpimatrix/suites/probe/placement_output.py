@@ -33,7 +33,10 @@ def parse(text: str) -> PlacementReport:
     return PlacementReport(sorted(ranks), libs[0].strip() if libs else "")
 
 
-def placement_output_problems(text: str, placement: Placement, version_regex: str) -> list[str]:
+def placement_output_problems(text: str, placement: Placement, version_regex: str,
+                              shared_memory: bool = True) -> list[str]:
+    """What is wrong with the probe's output; `shared_memory` False: a build whose device
+    has no shared memory (each rank its own shared-memory node)."""
     rep = parse(text)
     want = placement.ranks
     if not rep.ranks:
@@ -53,9 +56,12 @@ def placement_output_problems(text: str, placement: Placement, version_regex: st
         errs.append(f"ranks reported {ids}, expected 0..{want - 1}")
     errs += spread_problems(Counter(h for _, _, h, _ in rep.ranks), placement)
     shared = {n for _, _, _, n in rep.ranks}
-    if shared != {placement.ppn}:
+    per_node = placement.ppn if shared_memory else 1
+    if shared != {per_node}:
         errs.append(f"MPI sees {sorted(shared)} rank(s) per shared-memory node, "
-                    f"expected {placement.ppn} (nodes that are not what they seem?)")
+                    f"expected {per_node} ("
+                    + ("nodes that are not what they seem?)" if shared_memory else
+                       "the build's device has no shared memory: one per rank)"))
     if not rep.library:
         errs.append("rank 0 printed no MPI library version")
     elif not re.search(version_regex, rep.library):
