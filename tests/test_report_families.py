@@ -38,7 +38,7 @@ def compare_report(compare):
     ("openmpi-5.0.8-cma-llvm14", ("openmpi", "5.0.8", "tcp", "llvm14", "spack")),
     ("openmpi-5.0.7-ucx-cma-pmi-gcc12", ("openmpi", "5.0.7", "ucx", "gcc12", "spack")),
     ("mpich-4.0.2-ch3-tcp-gcc12", ("mpich", "4.0.2", "tcp", "gcc12", "spack")),
-    ("mpich-4.3.2-ch3-sock-gcc12", ("mpich", "4.3.2", "tcp", "gcc12", "spack")),
+    ("mpich-4.3.2-ch3-sock-gcc12", ("mpich", "4.3.2", "sock", "gcc12", "spack")),
     ("mpich-4.3.2-ofi-llvm14", ("mpich", "4.3.2", "ofi", "llvm14", "spack")),
     ("mvapich2-2.3.7-1-nemesis-gcc12", ("mvapich2", "2.3.7-1", "tcp", "gcc12", "spack")),
     ("mvapich2-2.3.7-1-mrail-gcc12", ("mvapich2", "2.3.7-1", "verbs", "gcc12", "spack")),

@@ -29,12 +29,14 @@ PACKAGES = sorted({**MPI_FAMILIES, **{v: MPI_FAMILIES[k] for k, v in NAME_OF_PAC
 #: Name tags that say where a build came from rather than what it is.
 PROVENANCE_TAGS = {"debian": "debian", "pypi": "pypi", "ext": "external", "site": "site"}
 #: Fabric words -> the class of transport they select (the network path; shared-memory
-#: components such as cma, xpmem, knem, vader, sm have no class of their own).
+#: components such as cma, xpmem, knem, vader, sm have no class of their own). `sock`
+#: (ch3:sock) is a class of its own: TCP within a host too, no shared memory (intranode
+#: latency 40 us against 0.2-1 us here), so it never pairs with `tcp` as the same fabric.
 FABRIC_CLASSES = {
     "ucx": ("ucx",), "hpcx": ("ucx",), "ofi": ("ofi",), "libfabric": ("ofi",),
     "psm": ("psm",), "psm2": ("psm",), "verbs": ("verbs",), "openib": ("verbs",),
     "mrail": ("verbs",), "nemesisib": ("verbs",), "nemesistcpib": ("tcp", "verbs"),
-    "nemesisibtcp": ("verbs", "tcp"), "tcp": ("tcp",), "sock": ("tcp",),
+    "nemesisibtcp": ("verbs", "tcp"), "tcp": ("tcp",), "sock": ("sock",),
     "nemesis": ("tcp",), "mxm": ("mxm",), "portals4": ("portals4",),
 }
 SHARED_MEMORY = {"cma", "xpmem", "knem", "vader", "sm", "shm", "ob1", "posix"}
@@ -49,7 +51,7 @@ _VERSION_SUFFIX = re.compile(r"\d+(?:\.\d+)+")
 class Axes:
     family: str  # openmpi, mpich, mvapich2, mvapich, impi
     version: str
-    fabric: str  # the fabric's class: ucx, ofi, tcp, verbs, psm, "ucx+ofi"
+    fabric: str  # the fabric's class: ucx, ofi, tcp, sock, verbs, psm, "ucx+ofi"
     compiler: str  # name and major version: gcc12, llvm18, oneapi2025
     provenance: str = ""  # debian, pypi, external, spack, site
 
