@@ -255,3 +255,47 @@ def test_recorded_fields_decide_the_pairs(compare):
     builds = {b["build"]: b["fabric"] for b in rep.context["effect_builds"]}
     assert builds["mpich-5.0.2-pypi"] == "ucx+ofi" and builds["mpich-4.0.2-debian"] == "ucx"
     assert "No two builds of the current session differ in exactly one axis" in rep.html
+
+
+@pytest.fixture(scope="module")
+def kit_rows():
+    """The 14 kit rows Spack built from source and as externals (Open MPI 4.1.4, 5.0.7
+    ucx/ofi/cma; MPICH 4.0.2 ch3/ch4 ofi/ucx; MVAPICH2 nemesis and sock; three with clang
+    14), one compare session: OSU latency and bw, IMB Allreduce, intranode, 3 passes."""
+    return recorded_report("compare-local-kit-14rows")
+
+
+def test_the_kit_rows_side_by_side(kit_rows):
+    rep = make_report([kit_rows], name="kit")
+    cur = session_view(kit_rows)
+    builds = {c.build for c in cur.cases}
+    assert len(builds) == 14 and all(c.passed for c in cur.cases)
+    axes = {b["build"]: b for b in rep.context["effect_builds"]}
+    assert {a["family"] for a in axes.values()} == {"Open MPI", "MPICH", "MVAPICH2"}
+    assert {a["compiler"] for a in axes.values()} == {"gcc12", "llvm14"}
+    assert axes["mvapich2-2.3.7-1-kit-sock-gcc12"]["fabric"] == "sock"
+    assert axes["mvapich2-2.3.7-1-kit-nemesis-gcc12"]["fabric"] == "tcp"
+    tables = rep.context["effect_tables"]
+    pairs = {(t["axis"], t["a"], t["b"]) for t in tables}
+    # sock and nemesis are a fabric pair; the sock row pairs with no build of another
+    # compiler (it did while sock counted as tcp: sock-gcc12 vs nemesis-llvm14)
+    assert ("fabric", "mvapich2-2.3.7-1-kit-sock-gcc12",
+            "mvapich2-2.3.7-1-kit-nemesis-gcc12") in pairs
+    assert not [p for p in pairs if p[0] == "compiler"
+                and "mvapich2-2.3.7-1-kit-sock-gcc12" in p[1:]]
+    assert {p[0] for p in pairs} >= {"fabric", "compiler", "family", "provenance"}
+    sock = next(t for t in tables if t["title"] == "sock vs tcp")
+    # the ch3:sock device is TCP within the host too: slower at 8 B, resolved
+    cells = [c for r in sock["rows"] if r["benchmark"] == "MPI1:Allreduce" for c in r["cells"]
+             if c]
+    assert cells[0]["status"] == "resolved" and cells[0]["estimate"] > 10
+    # one Allreduce plot with every row on it
+    cv = curves(cur.cases)
+    colours = Colours(sorted({c.line for c in cur.cases}))
+    fig, _, alt = benchmark_figure("MPI1:Allreduce", "default",
+                                   cv[("MPI1:Allreduce", "default")],
+                                   reference_points(cur.cases), colours)
+    assert "14 builds" in alt
+    drawn = {ln.get_gid()[6:] for ax in fig.axes for ln in ax.get_lines()
+             if (ln.get_gid() or "").startswith("build:")}
+    assert drawn == builds
