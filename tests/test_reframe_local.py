@@ -10,6 +10,7 @@ from helpers import CONFIG, REFRAME, passed_cases, report_cases, run_reframe
 
 from mpimatrix.builds.record import dump_builds
 from mpimatrix.results import summary
+from mpimatrix.results.measurements import load
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -87,7 +88,7 @@ def test_tight_references_fail_with_a_clear_message(buildset, quick_run, results
     assert "MPI1:PingPong" in proc.stdout and f"+{failing[0]['environ']}" in proc.stdout
     # and the summary names build, benchmark, placement, size, samples, reference and
     # tolerance in one line (without confirmation: one sample)
-    lines = summary.regressions(tight)
+    lines = summary.regressions(load(tight))
     tc = failing[0]
     ref = refs["ImbCheck"]["local:default"][tc["environ"]]["MPI1:PingPong@intranode"]
     want = f"REGRESSION {tc['build_name']} Imb MPI1:PingPong intranode latency at 8 B: +"

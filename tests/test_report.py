@@ -355,7 +355,7 @@ def test_real_cluster_session_has_layouts_and_crossovers():
 
 
 def test_change_points_come_from_the_history_by_default(nightly, refs):
-    found = history_change_points(nightly)  # Apache Otava over the five sessions
+    found = history_change_points([session_view(s) for s in nightly])  # the five sessions
     uuids = {s["session_info"]["uuid"] for s in nightly}
     assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
     rep = make_report(nightly, references=refs, max_trends=3)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 from ..units import human_size
 from . import host
@@ -32,26 +31,7 @@ from .measurements import Case, PerfValue, Session, ValueKey
 from .policy import DEFAULT_POLICY, GatePolicy
 from .reference_set import blessed_record
 from .statistics import best
-
-
-class Status(str, Enum):
-    """A value's status, worst first. WATCH: a value alone outside its tolerance in this
-    session and not in the previous one that measured it (results/watch.py). Each is
-    its text too (a report's cell, a JSON field)."""
-
-    REGRESSION = "regression"
-    WATCH = "watch"
-    NOISE = "noise"
-    PASS = "pass"
-    NOT_GATED = "not gated"
-    NO_REFERENCE = "no reference"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
-
+from .status import Status
 
 REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = Status
 
