@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..paths import results_dir
+from ..results.history import steps_of
 from ..results.measurements import load
 from ..results.policy import DEFAULT_POLICY
-from ..results.reported_changes import Reported, step_software, steps_of
+from ..results.reported_changes import Reported, step_software
 from ..results.sessions import SessionError
 from ..results.software_store import Store
 from ..run.selectors import select, sessions_in

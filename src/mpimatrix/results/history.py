@@ -217,9 +217,22 @@ def min_step(series: Series, policy: GatePolicy = DEFAULT_POLICY) -> float:
     return policy.min_build_step if series.whole_build else policy.min_step
 
 
+@dataclass(frozen=True)
+class Steps:
+    series: list[Series]
+    changes: list[Change]
+
+
+def steps_of(sessions: Sequence[Session], policy: GatePolicy = DEFAULT_POLICY) -> Steps:
+    """Every value's series (and each build's, the host's) against the host, and the
+    steps of each."""
+    series = against_host(series_of(sessions), policy)
+    return Steps(series, changes_of(series, policy))
+
+
 def all_changes(sessions: Sequence[Session], policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:
     """The steps of every build's series against the host, and of the host."""
-    return changes_of(against_host(series_of(sessions), policy), policy)
+    return steps_of(sessions, policy).changes
 
 
 def changes_of(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:

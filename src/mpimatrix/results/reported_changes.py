@@ -1,7 +1,6 @@
-"""The steps `mpimatrix changes` reports (for cron): found in the history of every
-value of the stored sessions against the host, each with what changed in its build's
-software, and which of them earlier runs already reported (the state kept beside the
-results, so that a step is NEW once)."""
+"""For `mpimatrix changes` (cron): which steps earlier runs already reported (the state
+kept beside the results, so that a step is NEW once), and what changed in a step's
+build's software (the steps themselves: history.steps_of)."""
 
 from __future__ import annotations
 
@@ -13,22 +12,8 @@ from ..atomic import atomic_write
 from . import history
 from .changed_since import no_comparison, session_changes
 from .measurements import Session
-from .policy import GatePolicy
 from .software_diff import changes_for
 from .software_store import Store
-
-
-@dataclass(frozen=True)
-class Steps:
-    series: list[history.Series]
-    changes: list[history.Change]
-
-
-def steps_of(sessions: list[Session], policy: GatePolicy) -> Steps:
-    """Every value's series (and each build's, the host's) against the host, and its
-    steps."""
-    series = history.against_host(history.series_of(sessions), policy)
-    return Steps(series, history.changes_of(series, policy))
 
 
 @dataclass(frozen=True)
