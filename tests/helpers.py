@@ -140,5 +140,6 @@ def judged(session, confirmations=None, stats=None, policy=None):
     from mpimatrix.results import gate
     from mpimatrix.results.measurements import as_session
     from mpimatrix.results.policy import DEFAULT_POLICY
+    from mpimatrix.results.reference_set import ReferenceSet
     return gate.judge(as_session(session), [as_session(c) for c in confirmations or []],
-                      stats, policy or DEFAULT_POLICY)
+                      ReferenceSet(stats=stats or {}, policy=policy or DEFAULT_POLICY))

@@ -154,6 +154,19 @@ def test_the_raw_record_is_read_only_in_measurements():
         + ", ".join(offenders)
 
 
+def test_a_share_is_spelled_in_one_place():
+    """Whether a value is a share (a percentage, judged in points) is `units.is_share`:
+    no comparison of a unit with "%" elsewhere."""
+    own = SRC / "units.py"
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno}"
+                 for path in sorted(SRC.rglob("*.py")) if path != own
+                 for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Compare)
+                 and any(isinstance(c, ast.Constant) and c.value == "%"
+                         for c in [node.left, *node.comparators])]
+    assert offenders == [], "units compared with '%' outside units.py: " + ", ".join(offenders)
+
+
 #: The largest module: past it, a module holds more than one concern.
 MAX_LINES = 350
 

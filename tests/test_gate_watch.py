@@ -99,7 +99,7 @@ def test_a_whole_build_and_its_values_turn_the_night_red_at_once():
     conf = load(confirmation(wide, {"mpich-5.0.2-pypi": 1.5}))
     j = judged(session, [conf], wide.stats)
     assert any(b.status == gate.REGRESSION for b in j.builds)
-    assert watch.apply(session, j, [], wide.stats) == j
+    assert watch.apply(session, j, [], ReferenceSet(stats=wide.stats)) == j
 
 
 def test_values_of_one_build_outside_together_are_red_at_once():
@@ -117,7 +117,7 @@ def test_values_of_one_build_outside_together_are_red_at_once():
                            only=two))
     j = judged(session, None, wide.stats)
     assert not j.builds and len(j.regressions) >= 5
-    assert watch.apply(session, j, [], wide.stats) == j
+    assert watch.apply(session, j, [], ReferenceSet(stats=wide.stats)) == j
 
 
 def _stored(reports: Path, name: str, uuid: str, start: float, confirms: str = "") -> None:
@@ -183,8 +183,8 @@ def test_the_report_lists_a_value_on_watch():
     [row] = rep.context["watch"]
     assert (row["build"], row["benchmark"], row["what"]) == (
         "mpich-4.0.2-debian", "Imb MPI1:Sendrecv", "latency at 8 B"), row
-    assert row["reason"].endswith("not outside in the session before: a regression if "
-                                  "outside again")
+    assert row["reason"].endswith("not outside in the session before: a REGRESSION if "
+                                  "outside next time")
     assert rep.context["verdict"]["text"].endswith("; 1 value(s) on watch")
     assert "<h3>On watch: outside alone, not in the session before</h3>" in rep.html
     assert "## On watch (1): outside alone, not in the session before" in rep.markdown

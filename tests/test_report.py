@@ -16,11 +16,12 @@ from helpers import FIXTURES, judged, recorded_report
 
 from mpimatrix.results import gate
 from mpimatrix.results.measurements import load as session_view
-from mpimatrix.results.report import ChangePoint, Verdict, load, make_report
+from mpimatrix.results.report import ChangePoint, load, make_report
 from mpimatrix.results.report.compare import choose_baseline
 from mpimatrix.results.report.gate_view import history_change_points
 from mpimatrix.results.report.repetitions import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
+from mpimatrix.results.statistics import best
 from mpimatrix.validation.derived_session import derive, prices
 
 REPORTS = FIXTURES / "reports"
@@ -158,8 +159,8 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     for r in rows:
         assert r["value"] is not None and r["reference"] and r["change"] is not None
         # one run: the session's one sample decides, against the host
-        assert re.search(rf"^best of 1 sample\(s\) \[\S+\] against the host \(host factor "
-                         rf"{host:.2f}\) outside the tolerance [+-]30%$", r["reason"]), r["reason"]
+        assert re.search(rf"^best of 1 sample\(s\) \[\S+\] \S+ against the host \(host factor "
+                         rf"{host:.2f}\): outside the tolerance [+-]30%$", r["reason"]), r["reason"]
     # a failure of the performance stage is a regression, not also a failed test case
     assert all(f["phase"] != "performance" for f in rep.context["failures"])
     assert f"## Regressions ({len(rows)})" in rep.markdown
@@ -229,8 +230,7 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     cp = {"partition": "local:default", "environ": target["environ"],
           "ref_key": target["ref_key"], "var": "latency_8B",
           "session": nightly[2]["session_info"]["uuid"], "before": 1.0, "after": 2.0}
-    rep = make_report(nightly, references=refs, change_points=[cp],
-                      verdicts=None, max_trends=6)
+    rep = make_report(nightly, references=refs, change_points=[cp], max_trends=6)
     ctx = rep.context
     assert ctx["trend_gated"] and 0 < len(ctx["trend_plots"]) <= 6
     # the values of the sessions before the blessing count too
@@ -244,19 +244,24 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     assert single.context["trend_plots"] == [] and "a trend needs two or more" in single.html
 
 
-def test_verdicts_from_the_gate_replace_the_plain_reading(nightly, refs):
-    tc = next(tc for tc in nightly[-1]["runs"][0]["testcases"]
-              if tc.get("benchmark") == "MPI1:Bcast" and tc["result"] == "pass")
-    verdicts = [Verdict("local:default", tc["environ"], tc.get("ref_key"), "t_avg_8B", "regression",
-                        2.0, 1.0, "us", "3 of 3 runs above +30 %"),
-                {"partition": "local:default", "environ": tc["environ"],
-                 "ref_key": tc.get("ref_key"), "var": "t_avg_1MiB", "status": "not gated",
-                 "value": 5.0, "reason": "spread 80 % > tolerance", "ignored_key": 1}]
-    rep = make_report(nightly, references=refs, verdicts=verdicts)
-    (row,) = rep.context["regressions"]
-    assert row["change"] == pytest.approx(1.0) and row["what"] == "t_avg at 8 B"
-    assert row["benchmark"] == "Imb MPI1:Bcast" and row["placement"] == "intranode"
-    assert [r["reason"] for r in rep.context["not_gated"]] == ["spread 80 % > tolerance"]
+def test_each_row_is_a_gate_verdict_in_its_own_words(nightly, nightly_report):
+    """A verdict reaches the page as itself: the row's names, change and reason are the
+    verdict's, and the reason is written in the words of the line `mpimatrix run` prints."""
+    night = judged(nightly[-1])
+    regs = {(v.build, v.check, v.placement, v.what): v for v in night.verdicts
+            if v.status == gate.REGRESSION}
+    rows = {(r["build"], r["benchmark"], r["placement"], r["what"]): r
+            for r in nightly_report.context["regressions"]}
+    assert rows.keys() == regs.keys() and rows
+    assert any(w.endswith(" at 8 B") for *_, w in rows)
+    for key, row in rows.items():
+        v = regs[key]
+        assert row["reason"] == v.why() and row["change"] == pytest.approx(v.change)
+        assert (row["value"], row["reference"], row["unit"]) == (v.value, v.reference, v.unit)
+        basis, _, _ = row["reason"].partition(":")  # "best of 1 sample(s) [x] us against ..."
+        samples = basis.split(" against")[0]
+        assert v.line().startswith(f"REGRESSION {' '.join(key)}: {v.change_label}")
+        assert f"({samples} vs reference" in v.line()
 
 
 def test_build_vs_build_marks_only_differences_beyond_the_spread(compare, nightly):
@@ -365,13 +370,21 @@ def test_change_points_come_from_the_history_by_default(nightly, refs):
 def test_the_trend_drift_is_the_gates_statistic():
     """A value's drift is its last session's best sample against the reference (what the
     gate judges, and bless blessed from), not the median: one slow pass of three moves
-    the median, not the drift."""
-    from mpimatrix.results.report.trend import Series
-    latency = Series("local:default", "e", "b", "Imb", "intranode", "k", "latency_8B",
-                     "latency at 8 B", "us", higher_is_better=False,
-                     points=[(1.0, 1.0, 1.0, 1.1), (2.0, 1.02, 1.5, 1.6)], ref=(1.0, None, 0.1))
+    the median, not the drift. The trend is the history's series of the value."""
+    from mpimatrix.results.history import Point, Series
+    from mpimatrix.results.report.trend import Trend
+
+    def points(higher, *sessions):
+        return [Point(t, best(xs, higher), f"s{t}", samples=xs)
+                for t, xs in enumerate(sessions)]
+
+    latency = Trend(Series(("local:default", "e", "k", "latency_8B"), "b", "Imb",
+                           "intranode", "latency_8B", "us", False,
+                           points(False, (1.0, 1.0, 1.1), (1.02, 1.5, 1.6))),
+                    ref=(1.0, None, 0.1))
     assert latency.drift == pytest.approx(0.02)
-    rate = Series("local:default", "e", "b", "Imb", "intranode", "k", "bandwidth_4MiB",
-                  "bandwidth at 4 MiB", "MB/s", higher_is_better=True,
-                  points=[(1.0, 900.0, 1000.0, 1000.0), (2.0, 500.0, 600.0, 990.0)])
+    assert latency.points[1].spread == (1.02, 1.5, 1.6)  # drawn: the median, the band
+    rate = Trend(Series(("local:default", "e", "k", "bandwidth_4MiB"), "b", "Imb",
+                        "intranode", "bandwidth_4MiB", "MB/s", True,
+                        points(True, (900.0, 1000.0, 1000.0), (500.0, 600.0, 990.0))))
     assert rate.drift == pytest.approx(-0.01)  # against the first session's best

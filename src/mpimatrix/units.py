@@ -1,10 +1,18 @@
-"""Message sizes and version strings, as the benchmarks and the MPIs print them."""
+"""Message sizes, version strings and units, as the benchmarks and the MPIs print them."""
 
 from __future__ import annotations
 
 import re
 
 KiB, MiB = 1 << 10, 1 << 20
+
+#: The unit of a share (IMB's and OSU's overlap, a percentage bounded 0-100).
+SHARE_UNIT = "%"
+
+
+def is_share(unit: str) -> bool:
+    """A percentage (an overlap): neither a time nor a rate, judged in percentage points."""
+    return unit == SHARE_UNIT
 
 
 def human_size(n: int, sep: str = "") -> str:

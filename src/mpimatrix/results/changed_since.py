@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .gate import PASS, REGRESSION, Judgement, judge
-from .measurements import Session, load
-from .policy import DEFAULT_POLICY, GatePolicy
+from .measurements import Session
+from .reference_set import ReferenceSet
 from .software_diff import SoftwareChange, changes_for, software_changes
 from .software_store import REWRITE, Store, software_dir
 
@@ -89,12 +89,11 @@ def _passed(prev: Judgement, build: str, keys: set, whole: bool) -> bool:
 
 
 def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session],
-                  stats: dict | None, refs: dict | None = None,
-                  policy: GatePolicy = DEFAULT_POLICY, results: Path | None = None
+                  references: ReferenceSet, results: Path | None = None
                   ) -> list[ChangedSince]:
     """For each build with a REGRESSION, in the order of the REGRESSION lines; `earlier`:
     stored sessions, newest first (read only as far as needed), each judged against
-    `refs` (today's references; by default those it ran with)."""
+    today's references (those it ran with when there are none)."""
     regressed: dict[str, set] = {}
     whole = {b.build for b in judged.builds if b.status == REGRESSION}
     for b in judged.builds:
@@ -110,8 +109,8 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
         yield from judged_before
         for prev in source:
             if prev.uuid != session.uuid and not prev.confirms and prev.start < session.start:
-                again = load(prev.raw, refs) if refs else prev
-                judged_before.append((prev, judge(again, None, stats, policy)))
+                again = references.judging(prev)
+                judged_before.append((prev, judge(again, None, references)))
                 yield judged_before[-1]
 
     out = []

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from . import host
 from .policy import DEFAULT_POLICY, GatePolicy
-from .reference_set import build_tolerance
+from .reference_set import ReferenceSet
 from .statistics import best
 
 
@@ -100,8 +100,8 @@ def hosts(rows: dict[str, host.HostRow], names: dict[str, str],
             for part, row in rows.items()}
 
 
-def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str], stats: dict | None,
-                   policy: GatePolicy = DEFAULT_POLICY) -> list[BuildVerdict]:
+def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str],
+                   references: ReferenceSet) -> list[BuildVerdict]:
     """Each build's factor against its partition's least-slowed build (builds of
     partitions with a host factor and with policy.min_build_values values)."""
     out = []
@@ -112,6 +112,6 @@ def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str], stats: 
         for env, xs in row.slowdowns.items():
             if (factor := row.build_factor(env, least)) is not None:
                 out.append(BuildVerdict(part, names[env], env, len(xs), factor,
-                                        build_tolerance(stats, part, env, policy)))
+                                        references.build_tolerance(part, env)))
     return out
 

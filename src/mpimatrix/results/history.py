@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from ..units import human_size, is_share
 from . import host, steps
 from .measurements import Session
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -40,11 +41,19 @@ WHOLE_BUILD = "(whole build)"
 @dataclass
 class Point:
     time: float  # session start, seconds since the epoch
-    value: float
+    value: float  # the best of the session's samples (as judged: maybe against the host)
     session: str
     lock_sha256: str = ""
     build_hash: str = ""
     injected: str = ""
+    samples: tuple[float, ...] = ()  # the session's samples as measured
+    failed: bool = False  # ReFrame failed the value against its reference in some pass
+
+    @property
+    def spread(self) -> tuple[float, float, float]:
+        """(min, median, max) of the session's samples as measured."""
+        xs = self.samples or (self.value,)
+        return min(xs), statistics.median(xs), max(xs)
 
 
 @dataclass
@@ -59,11 +68,12 @@ class Series:
     points: list[Point] = field(default_factory=list)
     against_host: bool = False  # values divided by their session's host factor
     whole_build: bool = False  # the build's factor against the host, not one value
+    ref_key: str = ""  # the test case's reference key, "MPI1:PingPong@intranode"
+    what: str = ""  # "latency at 8 B"
 
     @property
     def is_share(self) -> bool:
-        """A percentage (IMB's overlap): neither a time nor a rate."""
-        return self.unit == "%"
+        return is_share(self.unit)
 
 
 @dataclass
@@ -116,25 +126,33 @@ def _date(t: float) -> str:
 
 
 def series_of(sessions: Sequence[Session]) -> list[Series]:
-    """Every value's series over the sessions, oldest first (confirmations left out)."""
+    """Every value's series over the sessions, oldest first (confirmations left out, and
+    the values of a test case that failed before its performance stage)."""
     out: dict[tuple, Series] = {}
     for s in sorted(sessions, key=lambda s: s.start):
         if s.confirms:
             continue
-        samples: dict[tuple, tuple[list[float], tuple[str, str, str]]] = {}
+        samples: dict[tuple, tuple[list[float], list[bool], tuple[str, str, str]]] = {}
         for case in s.cases:
+            if not case.measured:
+                continue
             meta = (case.lock_sha256 or s.spack_lock, case.build_hash, case.injected)
             for pv in case.values:
                 if pv.value is None:
                     continue
                 key = tuple(case.value_key(pv.var))
                 if key not in out:
+                    size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
                     out[key] = Series(key, case.build, case.check, case.placement, pv.var,
-                                      pv.unit, pv.higher_is_better)
-                samples.setdefault(key, ([], meta))[0].append(float(pv.value))
-        for key, (vals, (lock, bhash, injected)) in samples.items():
+                                      pv.unit, pv.higher_is_better, ref_key=case.ref_key,
+                                      what=f"{pv.quantity}{size}")
+                vals, failed, _ = samples.setdefault(key, ([], [], meta))
+                vals.append(float(pv.value))
+                failed.append(pv.result == "fail")
+        for key, (vals, failed, (lock, bhash, injected)) in samples.items():
             out[key].points.append(Point(s.start, best(vals, out[key].higher_is_better),
-                                         s.uuid, lock, bhash, injected))
+                                         s.uuid, lock, bhash, injected, tuple(vals),
+                                         any(failed)))
     return list(out.values())
 
 
@@ -166,13 +184,15 @@ def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> l
         f = row.factor
         h = extra.setdefault((part, HOST), Series((part, HOST, HOST, "factor"), HOST,
                                                   "all builds", "", "factor", "x", False))
-        h.points.append(replace(starts[session], value=f, build_hash="", injected=""))
+        h.points.append(replace(starts[session], value=f, build_hash="", injected="",
+                                samples=(), failed=False))
         for env in row.slowdowns:
             if (build := row.build_factor(env, f)) is not None:
                 b = extra.setdefault((part, env), Series(
                     (part, env, WHOLE_BUILD, "factor"), names[env], WHOLE_BUILD, "", "factor",
                     "x", False, against_host=True, whole_build=True))
-                b.points.append(replace(starts[session], value=build))
+                b.points.append(replace(starts[session], value=build, samples=(),
+                                        failed=False))
     levels = {}
     for (part, env), h in extra.items():
         if env != HOST:

@@ -30,7 +30,7 @@ def to_confirm(session: Session, references: ReferenceSet) -> list[Case]:
     """The test cases the gate measures again: those with a value whose best sample,
     against the host, is outside its tolerance, and every test case of a build outside
     its blessed build tolerance."""
-    return gate.failed_first(session, references.stats, references.policy)
+    return gate.failed_first(session, references)
 
 
 def judge_night(session: Session, confirmations: list[Session], references: ReferenceSet,
@@ -40,11 +40,9 @@ def judge_night(session: Session, confirmations: list[Session], references: Refe
     confirmations, newest first, for the watch rule (each judged against `references`);
     `earlier_sessions`: stored sessions, newest first, where a regressed build's last
     good session is looked for (None: not looked for)."""
-    alone = gate.judge(session, confirmations, references.stats, references.policy)
-    judged = watch.apply(session, alone, earlier, references.stats, references.refs or None,
-                         references.policy)
+    alone = gate.judge(session, confirmations, references)
+    judged = watch.apply(session, alone, earlier, references)
     changed = []
     if judged.regressions and earlier_sessions is not None:
-        changed = changed_since(session, judged, earlier_sessions, references.stats,
-                                references.refs or None, references.policy)
+        changed = changed_since(session, judged, earlier_sessions, references)
     return Night(session, list(confirmations), judged, alone, changed)

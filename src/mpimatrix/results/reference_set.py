@@ -49,6 +49,11 @@ class ReferenceSet:
         (as it ran when there are none)."""
         return load(report, self.refs or None)
 
+    def judging(self, session: Session) -> Session:
+        """An earlier session as today's references judge it (itself when there are
+        none: as it ran)."""
+        return load(session.raw, self.refs) if self.refs else session
+
     def build_tolerance(self, partition: str, environ: str) -> float:
         return build_tolerance(self.stats, partition, environ, self.policy)
 
@@ -96,3 +101,7 @@ def not_gated(stats: dict | None) -> list[dict]:
                                         "median": st.get("median"), "spread": st.get("spread"),
                                         "n": st.get("n"), "reason": st.get("reason", "")})
     return out
+
+
+#: No references: every value as measured, whole builds at the policy's build floor.
+NO_REFERENCES = ReferenceSet()

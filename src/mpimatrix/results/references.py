@@ -29,7 +29,8 @@ from ..reference_file import INDEX, load_references, stats_path
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
 from .reference_set import BUILDS_KEY
 from .samples import Samples, against_host, build_stats, collect
-from .statistics import ValueStats, kind_of, round_sig, value_stats
+from .statistics import ValueStats, round_sig, value_stats
+from .values import kind_of
 
 HEADER = ("# Performance references (ReFrame external reference format, $ref), written by\n"
           "# `mpimatrix bless`; the statistics behind each tolerance are in the .stats.yaml\n"

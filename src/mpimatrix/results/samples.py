@@ -14,6 +14,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..units import is_share
 from . import host
 from .measurements import Session, as_sessions
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -34,8 +35,7 @@ class Samples:
 
     @property
     def is_share(self) -> bool:
-        """A percentage (IMB's overlap): neither a time nor a rate."""
-        return self.unit == "%"
+        return is_share(self.unit)
 
     @property
     def per_session(self) -> bool:

@@ -16,18 +16,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from .policy import DEFAULT_POLICY, GatePolicy
+from .values import Kind
 
 #: MAD x 1.4826 estimates the standard deviation of normally distributed samples.
 MAD_TO_SIGMA = 1.4826
-#: What a value measures decides how it is judged: times and rates relative to their
-#: level, shares (percentages, bounded 0-100) in percentage points.
-TIME, RATE, SHARE = "time", "rate", "share"
-
-
-def kind_of(unit: str, higher_is_better: bool) -> str:
-    if unit == "%":
-        return SHARE
-    return RATE if higher_is_better else TIME
+TIME, RATE, SHARE = Kind.TIME, Kind.RATE, Kind.SHARE
 
 
 def best(samples: Sequence[float], higher_is_better: bool) -> float:
@@ -85,11 +78,12 @@ class ValueStats:
     reason: str = ""  # why not gated
     samples: list[float] = field(default_factory=list)
     basis: str = ""  # what one sample is: the best of a session's passes, or one pass
-    kind: str = TIME  # time, rate or share (kind_of)
+    kind: Kind = TIME
     points: float | None = None  # a share's tolerance in percentage points
 
     def to_dict(self) -> dict:
         d = asdict(self)
+        d["kind"] = self.kind.value  # a plain string in the statistics file
         d["median"] = round_sig(self.median)
         d["spread"] = round(self.spread, 4)
         d["tolerance"] = round(self.tolerance, 4) if math.isfinite(self.tolerance) else None
@@ -109,7 +103,7 @@ def round_sig(x: float, digits: int = 4) -> float:
 
 
 def value_stats(samples: list[float], policy: GatePolicy = DEFAULT_POLICY,
-                kind: str = TIME) -> ValueStats:
+                kind: Kind = TIME) -> ValueStats:
     """Median, spread, tolerance (policy.k_sigma robust spreads, at least the floor) and
     whether the value can be gated; a share's tolerance in points (share_stats)."""
     if kind == SHARE:

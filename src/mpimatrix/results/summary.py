@@ -89,7 +89,7 @@ def gate_lines(results: list[ValueVerdict]) -> list[str]:
     loose = [v for v in results if v.status == NOT_GATED]
     if loose:
         out.append(f"{len(loose)} value(s) reported, not gated:")
-        out += [f"  {v.build} {v.check} {v.placement} {v.var}: {v.reason or 'no tolerance'}"
+        out += [f"  {v.build} {v.check} {v.placement} {v.var}: {v.why()}"
                 for v in loose]
     return out
 

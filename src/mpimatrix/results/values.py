@@ -5,10 +5,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from typing import NamedTuple
 
+from ..units import SHARE_UNIT, is_share
+
+
+class Kind(str, Enum):
+    """What a value measures decides how it is judged: times and rates relative to their
+    level, shares in percentage points."""
+
+    TIME = "time"
+    RATE = "rate"
+    SHARE = "share"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def kind_of(unit: str, higher_is_better: bool) -> Kind:
+    if is_share(unit):
+        return Kind.SHARE
+    return Kind.RATE if higher_is_better else Kind.TIME
+
+
 #: Units of rates and shares, for values recorded without perf_info.
-HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", "%", "msg/s", "Msg/sec"}
+HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", SHARE_UNIT, "msg/s", "Msg/sec"}
 
 
 class ValueKey(NamedTuple):
@@ -52,9 +74,12 @@ class PerfValue:
         return self.value is not None
 
     @property
+    def kind(self) -> Kind:
+        return kind_of(self.unit, self.higher_is_better)
+
+    @property
     def is_share(self) -> bool:
-        """A percentage (IMB's overlap): neither a time nor a rate."""
-        return self.unit == "%"
+        return is_share(self.unit)
 
 
 def perf_values(tc: dict, refs: dict | None = None) -> tuple[PerfValue, ...]:

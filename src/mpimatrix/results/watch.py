@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from .gate import NO_REFERENCE, NOT_GATED, REGRESSION, WATCH, Judgement, judge
-from .measurements import Session, ValueKey, load
-from .policy import DEFAULT_POLICY, GatePolicy
+from .measurements import Session, ValueKey
+from .reference_set import ReferenceSet
 
 #: Earlier sessions looked at for one that measured a value outside its tolerance.
 LOOK_BACK = 5
@@ -29,8 +29,8 @@ LOOK_BACK = 5
 Night = tuple[Session, list[Session]]
 
 
-def apply(session: Session, judged: Judgement, earlier: Iterable[Night], stats: dict | None,
-          refs: dict | None = None, policy: GatePolicy = DEFAULT_POLICY) -> Judgement:
+def apply(session: Session, judged: Judgement, earlier: Iterable[Night],
+          references: ReferenceSet) -> Judgement:
     """The judgement with each value alone (the only one of its build outside) that was
     not outside its tolerance in the previous session measuring it on WATCH. `earlier`:
     stored sessions, newest first (read only as far as needed; those not before `session`
@@ -44,7 +44,7 @@ def apply(session: Session, judged: Judgement, earlier: Iterable[Night], stats: 
     alone = {v.key for v in outside if per_build[v.partition, v.build] == 1}
     if not alone:
         return judged
-    before = outside_before(session, alone, earlier, stats, refs, policy)
+    before = outside_before(session, alone, earlier, references)
     verdicts = [v if v.key not in alone else
                 replace(v, outside_before=before[v.key]) if before.get(v.key) else
                 replace(v, status=WATCH) for v in judged.verdicts]
@@ -52,8 +52,7 @@ def apply(session: Session, judged: Judgement, earlier: Iterable[Night], stats: 
 
 
 def outside_before(session: Session, keys: set[ValueKey | None], earlier: Iterable[Night],
-                   stats: dict | None, refs: dict | None = None,
-                   policy: GatePolicy = DEFAULT_POLICY) -> dict[ValueKey | None, str]:
+                   references: ReferenceSet) -> dict[ValueKey | None, str]:
     """For each value: the UUID (8 characters) of the newest earlier session that
     measured it, when the value was outside its tolerance there; "" when it was not."""
     pending, out, looked = set(keys), {}, 0
@@ -63,8 +62,7 @@ def outside_before(session: Session, keys: set[ValueKey | None], earlier: Iterab
         if prev.uuid == session.uuid or prev.confirms or prev.start >= session.start:
             continue
         looked += 1
-        again = load(prev.raw, refs) if refs else prev
-        for v in judge(again, confirmations, stats, policy).verdicts:
+        for v in judge(references.judging(prev), confirmations, references).verdicts:
             if v.key in pending and v.status not in (NOT_GATED, NO_REFERENCE):
                 pending.discard(v.key)
                 out[v.key] = prev.uuid[:8] if v.status == REGRESSION else ""

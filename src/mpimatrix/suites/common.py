@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..units import human_size
+from ..units import human_size, is_share
 
 #: Reductions work on 4-byte elements (MPI_FLOAT): sizes round up to whole floats.
 REDUCTIONS = frozenset({
@@ -85,7 +85,7 @@ def runtime_errors(text: str, patterns: tuple[str, ...] = MPI_ERROR_PATTERNS) ->
 
 def measured_columns(metrics: tuple[Metric, ...]) -> list[str]:
     """The columns of times and rates (percentages may be anything from 0 up)."""
-    return sorted({c for m in metrics if m.unit != "%" for c in m.columns})
+    return sorted({c for m in metrics if not is_share(m.unit) for c in m.columns})
 
 
 def impossible_values(label: str, table: Table, rows: list[dict[str, float]],
@@ -102,7 +102,7 @@ def impossible_values(label: str, table: Table, rows: list[dict[str, float]],
                 bad.append(f"{c}={v}{size}")
     for m in metrics:
         v = metric_value(table, m)
-        if m.unit != "%" and v == 0:
+        if not is_share(m.unit) and v == 0:
             bad.append(f"{m.name}=0")
     if not bad:
         return []

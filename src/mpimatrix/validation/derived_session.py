@@ -25,6 +25,7 @@ import uuid as uuidlib
 
 from ..placement import Placement
 from ..suites.imb.catalogue import BY_KEY
+from ..units import is_share
 
 LAYOUTS = (Placement(1, 2, "intranode"), Placement(2, 1, "internode"), Placement(2, 2),
            Placement(4, 1), Placement(4, 2))
@@ -92,7 +93,7 @@ def derived_case(tc: dict, layout: Placement, partition: str) -> dict:
         meta = info.get(var, {})
         k = f(float(meta["size"]) if meta.get("size") else None)
         value = pv[0]
-        if value is not None and pv[4] != "%":
+        if value is not None and not is_share(pv[4]):
             value = value / k if meta.get("better") == "higher" else value * k
         perf[f"{SYSTEM}:{partition}:{var}"] = [value, *pv[1:]]
     out["perfvalues"] = perf

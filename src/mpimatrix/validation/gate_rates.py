@@ -228,7 +228,7 @@ def main(argv=None, prog: str | None = None) -> int:
             gated_share["gated"] += 1
             flagged = v.status == REGRESSION
             if injected and v.build == build:
-                if v.unit != "%":
+                if not v.is_share:
                     detected[level]["values"] += 1
                     detected[level]["flagged"] += flagged
                     detected[level]["flagged without the watch rule"] += (

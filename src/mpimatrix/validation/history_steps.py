@@ -40,7 +40,7 @@ def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> N
     series = history.series_of(sessions)
     found: Counter = Counter()
     for s in series:
-        if s.build != build or s.unit == "%":
+        if s.build != build or s.is_share:
             continue
         mine = [c for c in changes if c.series.key == s.key]  # series_of builds new objects
         at = [c.index + 1 for c in mine]  # 1-based session of the first point after
@@ -68,7 +68,7 @@ def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> N
         if c.series.build != build:
             print(f"  {c.line()}")
     print(f"changes of the other builds' values: {len(others)} in "
-          f"{sum(s.build != build and s.unit != '%' for s in series)} time/rate series")
+          f"{sum(s.build != build and not s.is_share for s in series)} time/rate series")
     for c in others:
         print(f"  {c.line()}")
     print(f"changes of the host (every build at once): {len(host)}")

@@ -98,7 +98,7 @@ def noise_table(reports: list[dict]) -> None:
         per: dict[tuple, tuple[bool, list[float]]] = {}
         for case in load(r).cases:
             for pv in case.values:
-                if pv.value is not None and pv.unit != "%":
+                if pv.value is not None and not pv.is_share:
                     per.setdefault((case.build, case.name, pv.var),
                                    (pv.higher_is_better, []))[1].append(float(pv.value))
         for key, item in per.items():
@@ -117,7 +117,7 @@ def noise_table(reports: list[dict]) -> None:
     rows["best, against the host"] = [
         spread(sm.values).cv for parts in acc.values() for envs in parts.values()
         for keys in envs.values() for pvars in keys.values() for sm in pvars.values()
-        if sm.unit != "%" and len(sm.by_session) >= 5 and sm.host]
+        if not sm.is_share and len(sm.by_session) >= 5 and sm.host]
     n = len(rows["first pass"])
     print(f"spread between unchanged sessions (robust CV; median, p75, p90 over {n} values):")
     for label, cvs in rows.items():
@@ -165,7 +165,7 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                 continue
             flagged = v.status == gate.REGRESSION
             if inj and v.build == inj[0]:
-                if v.unit != "%":
+                if not v.is_share:
                     c = detected.setdefault(inj[1], Counter())
                     c["values"] += 1
                     c["flagged"] += flagged

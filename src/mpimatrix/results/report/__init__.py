@@ -17,15 +17,14 @@ and a short Markdown summary:
 6. node-hours and cost per build, and the fabric cost comparison (minutes and cost of
    each build on two fabrics) -- cost.py.
 
-Seams: `verdicts` (front.Verdict) from the regression gate and `change_points`
-(trend.ChangePoint) from the history; both optional.
+The gate's verdicts are the night's (results.night.judge_night); `change_points`
+(trend.ChangePoint) from the history is a seam, optional.
 """
 
 from .assemble import Report, make_report
 from .cost import Price
-from .front import Verdict
 from .model import load
 from .page import write
 from .trend import ChangePoint
 
-__all__ = ["ChangePoint", "Price", "Report", "Verdict", "load", "make_report", "write"]
+__all__ = ["ChangePoint", "Price", "Report", "load", "make_report", "write"]

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...units import human_size
+from ..gate import Judgement
 from ..night import judge_night
 from ..reference_set import ReferenceSet
+from ..status import Status
 from . import compare, cost, effects, front, gate_view, layouts, page, trend
 from .axes import session_axes
 from .curves import curve_jobs, reference_points, unsized_plot
@@ -33,15 +35,15 @@ class Report:
 def make_report(sessions: list[Session | dict], *, name: str = "report",
                 references: dict | None = None,
                 statistics: dict | None = None, prices: dict | None = None,
-                baseline: str | None = None, verdicts: list | None = None,
+                baseline: str | None = None,
                 change_points: list | None = None, max_trends: int = 24,
                 earlier: Iterable | None = None, earlier_nights: Iterable | None = None
                 ) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
     statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
-    verdicts and change_points are the seams of the regression gate and of the history
-    (front.Verdict, trend.ChangePoint); by default the report asks results.gate and
-    results.history itself. `earlier`: sessions before the report's, newest first, where
+    change_points is the seam of the history (trend.ChangePoint); by default the report
+    asks results.history itself. The gate's verdicts are the night's
+    (results.night). `earlier`: sessions before the report's, newest first, where
     a regressed build's last good session is looked for (by default the report's own);
     `earlier_nights`: the same with their confirmations, where a value on watch was outside
     before too (results.watch; by default the report's own sessions)."""
@@ -54,9 +56,6 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     night = judge_night(cur, data.confirming(cur), refset,
                         itertools.chain(nights, earlier_nights or ()),
                         before if earlier is None else itertools.chain(before, earlier))
-    judged = night.judgement
-    if verdicts is None:
-        verdicts = gate_view.gate_verdicts(cur, judged)
     if change_points is None:
         change_points = gate_view.history_change_points(data.sessions)
     prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
@@ -65,7 +64,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    ctx.update(front_page(data, verdicts, refset))
+    ctx.update(front_page(data, night.judgement, refset))
     ctx["what_changed"] = gate_view.what_changed(night)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
@@ -79,31 +78,31 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
 
-def front_page(data: ReportData, verdicts: list, refset: ReferenceSet) -> dict:
+def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dict:
     cur = data.current
-    judged = [front.Verdict.of(v) for v in verdicts]
     confirmations = len(data.confirming(cur))
     gate = ("the regression gate: a value outside its tolerance is a regression when the "
             "best of its samples (the session's runs"
             f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}), "
             "each against its session's host factor where three or more builds ran, is "
             "still outside")
-    rows = [front.describe(v, cur.cases) for v in judged]
-    regs = [r for r in rows if r["status"] == gate_view.REGRESSION]
+    rows = front.verdict_rows(judged)
+    regs = [r for r in rows if r["status"] == Status.REGRESSION]
     fails = front.failures(cur)
     not_gated = refset.not_gated()
     listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
     not_gated += [  # those the statistics file does not explain (hand-set references)
-        {"check": "", "partition": v.partition, "environ": v.environ, "ref_key": v.ref_key,
-         "var": v.var, "median": v.value, "spread": None, "n": None, "reason": v.reason}
-        for v in judged if v.status == gate_view.NOT_GATED
-        and (v.partition, v.environ, v.ref_key, v.var) not in listed]
+        {"check": "", "partition": r["partition"], "environ": r["environ"],
+         "ref_key": r["ref_key"], "var": r["var"], "median": r["value"], "spread": None,
+         "n": None, "reason": r["reason"]}
+        for r in rows if r["status"] == Status.NOT_GATED
+        and (r["partition"], r["environ"], r["ref_key"], r["var"]) not in listed]
     cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}),
-                                       sum(r["status"] == gate_view.WATCH for r in rows))
+                                       sum(r["status"] == Status.WATCH for r in rows))
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
-        "noise": [r for r in rows if r["status"] == gate_view.NOISE],
-        "watch": [r for r in rows if r["status"] == gate_view.WATCH],
+        "noise": [r for r in rows if r["status"] == Status.NOISE],
+        "watch": [r for r in rows if r["status"] == Status.WATCH],
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,
@@ -173,8 +172,8 @@ def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None) 
 
 
 def trend_section(data: ReportData, colours: Colours, change_points, limit: int) -> dict:
-    gated = trend.series(data, gated_only=True)
-    everything = gated or trend.series(data, gated_only=False)
+    gated = trend.trends(data, gated_only=True)
+    everything = gated or trend.trends(data, gated_only=False)
     cps = trend.attach(everything, change_points, data)
     out = {"trend_plots": [], "trend_rows": [], "trend_gated": bool(gated),
            "change_points": cps, "trend_sessions": len(data.sessions), "trend_total": 0}
@@ -183,19 +182,18 @@ def trend_section(data: ReportData, colours: Colours, change_points, limit: int)
     changes = trend.provenance_changes(data)
     starts = {s.uuid: s.start for s in data.sessions}
     groups = defaultdict(list)
-    for s in everything:
-        groups[s.group].append(s)
+    for t in everything:
+        groups[t.group].append(t)
     chosen = trend.select(everything, limit)
     out["trend_plots"] = [Job(trend_plot, (g, groups[g], colours, changes, starts))
                           for g in chosen]
     out["trend_total"] = len(groups)
     rows: list[dict[str, Any]] = sorted(
-        ({"build": colours.label(Line(s.build, s.partition)), "check": s.check,
-          "placement": s.placement,
-          "what": s.what, "unit": s.unit, "n": len(s.points),
-          "first": s.best(s.points[0]), "last": s.best(s.points[-1]),
-          "ref": s.ref[0] if s.ref else None, "drift": s.drift,
-          "failed": s.failed, "changes": len(s.change_points)} for s in everything),
+        ({"build": colours.label(Line(t.series.build, t.partition)), "check": t.series.check,
+          "placement": t.series.placement, "what": t.series.what, "unit": t.series.unit,
+          "n": len(t.points), "first": t.points[0].value, "last": t.points[-1].value,
+          "ref": t.ref[0] if t.ref else None, "drift": t.drift,
+          "failed": t.failed, "changes": len(t.change_points)} for t in everything),
         key=lambda r: (-r["changes"], -r["failed"], -abs(r["drift"])))
     out["trend_rows"] = rows
     return out

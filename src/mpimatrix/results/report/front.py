@@ -1,54 +1,37 @@
 """The front page: the verdict, what failed and why, the builds and their provenance.
 
-Seam for the regression gate: the report shows the `verdicts` it is given, `Verdict`s or
-dicts with the same keys (by default judge.gate_verdicts: results.gate's verdicts).
+The gate's verdicts (results.gate's Judgement) become the page's rows here, once; their
+words are the verdicts' own (ValueVerdict.why, BuildVerdict.reason).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
 
-from ...units import human_size
+from ..gate import Judgement
 from ..sessions import defined
-from .model import Case, ReportData, Session, from_mapping
+from ..status import Status
+from .model import Case, ReportData, Session
+
+#: The gate's statuses the page lists (pass and no reference are not).
+LISTED = (Status.REGRESSION, Status.WATCH, Status.NOISE, Status.NOT_GATED)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """A confirmed verdict on one performance value of the current session."""
-
-    partition: str  # "system:partition"
-    environ: str  # ReFrame environment of the build
-    ref_key: str  # "MPI1:PingPong@intranode"
-    var: str  # performance variable, "latency_8B"
-    status: str  # a status of results/gate.py: "regression", "watch", "noise", "not gated"
-    value: float | None = None  # the value judged (e.g. the median over the runs)
-    reference: float | None = None
-    unit: str = ""
-    reason: str = ""  # why: "3 of 3 runs above +30 %", or why the value is not gated
-    build: str = ""  # build name for display (default: the environment)
-
-    @classmethod
-    def of(cls, item) -> Verdict:
-        return from_mapping(cls, item)
-
-
-def describe(v: Verdict, cases: Sequence[Case]) -> dict:
-    """A verdict as a table row: names from the test case, size and change spelled out."""
-    case = next((c for c in cases if c.ref_key
-                 and (c.environ, c.ref_key) == (v.environ, v.ref_key)), None)
-    pv = next((p for p in case.values if p.var == v.var), None) if case else None
-    size = f" at {human_size(pv.size, ' ')}" if pv and pv.size is not None else ""
-    change = (v.value - v.reference) / v.reference if v.value is not None and v.reference \
-        else None
-    return {"build": v.build or (case.line.build if case else v.environ),
-            "benchmark": case.check if case else v.ref_key.split("@")[0],
-            "placement": case.placement if case else v.ref_key.rpartition("@")[2],
-            "what": f"{pv.quantity if pv else v.var}{size}", "value": v.value,
-            "reference": v.reference, "unit": v.unit, "change": change, "reason": v.reason,
-            "status": v.status}
+def verdict_rows(judged: Judgement) -> list[dict]:
+    """One row per whole build the gate judged outside and per listed value."""
+    out = [{"build": b.build, "partition": b.partition, "environ": b.environ,
+            "ref_key": "", "var": "factor", "benchmark": "the whole build",
+            "placement": "all placements", "what": "factor", "value": b.factor,
+            "reference": 1.0, "unit": "x", "change": b.factor - 1,
+            "reason": b.reason(), "status": b.status}
+           for b in judged.builds if b.status in (Status.REGRESSION, Status.NOISE)]
+    out += [{"build": v.build, "partition": v.partition, "environ": v.environ,
+             "ref_key": v.ref_key, "var": v.var, "benchmark": v.check,
+             "placement": v.placement, "what": v.what, "value": v.value,
+             "reference": v.reference, "unit": v.unit, "change": v.change,
+             "reason": v.why(), "status": v.status}
+            for v in judged.verdicts if v.status in LISTED]
+    return out
 
 
 def unreferenced(s: Session) -> int:

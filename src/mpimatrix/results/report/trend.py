@@ -9,11 +9,11 @@ the build's hash.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ...units import human_size
+from .. import history
+from ..history import Point, Series
 from .model import ReportData, Session, from_mapping
 
 
@@ -36,34 +36,38 @@ class ChangePoint:
 
 
 @dataclass
-class Series:
-    partition: str
-    environ: str
-    build: str
-    check: str
-    placement: str
-    ref_key: str
-    var: str
-    what: str  # "latency at 8 B"
-    unit: str
-    higher_is_better: bool = False
-    points: list[tuple[float, float, float, float]] = field(default_factory=list)
-    # (session start, min, median, max)
+class Trend:
+    """One value's history (results.history.Series: the session's samples as measured,
+    not against the host) as the report draws it: its reference band and change points."""
+
+    series: Series
     ref: tuple[float, float | None, float | None] | None = None  # (ref, lower, upper)
-    failed: int = 0  # sessions in which ReFrame failed the value
     change_points: list[ChangePoint] = field(default_factory=list)
 
     @property
+    def partition(self) -> str:
+        return self.series.key[0]
+
+    @property
+    def environ(self) -> str:
+        return self.series.key[1]
+
+    @property
     def key(self) -> tuple[str, str, str, str]:
-        return (self.partition, self.environ, self.ref_key, self.var)
+        return (self.partition, self.environ, self.series.ref_key, self.series.var)
 
     @property
     def group(self) -> tuple[str, str, str]:
-        return (self.check, self.placement, self.var)
+        return (self.series.check, self.series.placement, self.series.var)
 
-    def best(self, point: tuple[float, float, float, float]) -> float:
-        """A session's best sample: what the gate judges, and bless blessed."""
-        return point[3] if self.higher_is_better else point[1]
+    @property
+    def points(self) -> list[Point]:
+        return self.series.points
+
+    @property
+    def failed(self) -> int:
+        """Sessions in which ReFrame failed the value against its reference."""
+        return sum(p.failed for p in self.points)
 
     @property
     def drift(self) -> float:
@@ -71,8 +75,8 @@ class Series:
         as a fraction: the gate's statistic."""
         if not self.points:
             return 0.0
-        base = self.ref[0] if self.ref else self.best(self.points[0])
-        return self.best(self.points[-1]) / base - 1 if base else 0.0
+        base = self.ref[0] if self.ref else self.points[0].value
+        return self.points[-1].value / base - 1 if base else 0.0
 
     def band(self) -> tuple[float | None, float | None]:
         if not self.ref:
@@ -82,37 +86,23 @@ class Series:
                 ref * (1 + hi) if hi is not None else None)
 
 
-def series(data: ReportData, gated_only: bool) -> list[Series]:
-    """One series per performance value over the sessions (only the values that have a
+def trends(data: ReportData, gated_only: bool) -> list[Trend]:
+    """One trend per performance value over the sessions (only the values that have a
     reference in some session when gated_only; their values before it count too)."""
-    referenced = {(c.line.partition, c.environ, c.ref_key, pv.var)
-                  for s in data.sessions for c in s.cases for pv in c.values
-                  if pv.ref}
-    acc: dict[tuple, Series] = {}
-    per_session: dict[tuple, dict[float, list]] = defaultdict(lambda: defaultdict(list))
+    refs: dict[tuple, tuple[float, float | None, float | None]] = {}
+    referenced = set()
     for s in data.sessions:
         for c in s.cases:
-            if not c.measured:
-                continue
             for pv in c.values:
                 key = (c.line.partition, c.environ, c.ref_key, pv.var)
-                if pv.value is None or (gated_only and key not in referenced):
-                    continue
-                if key not in acc:
-                    size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
-                    acc[key] = Series(key[0], key[1], c.line.build, c.check, c.placement,
-                                      key[2], pv.var, f"{pv.quantity}{size}", pv.unit,
-                                      pv.higher_is_better)
                 if pv.ref:
-                    acc[key].ref = (pv.ref, pv.lower, pv.upper)  # the newest wins
-                per_session[key][s.start].append((pv.value, pv.result == "fail"))
-    for key, by_start in per_session.items():
-        ser = acc[key]
-        for start, vals in sorted(by_start.items()):
-            v = [x for x, _ in vals]
-            ser.points.append((start, min(v), statistics.median(v), max(v)))
-            ser.failed += any(f for _, f in vals)
-    return list(acc.values())
+                    referenced.add(key)
+                    if c.measured and pv.value is not None:
+                        refs[key] = (pv.ref, pv.lower, pv.upper)  # the newest wins
+    out = [Trend(s) for s in history.series_of(data.sessions)]
+    for t in out:
+        t.ref = refs.get(t.key)
+    return [t for t in out if not gated_only or t.key in referenced]
 
 
 def provenance_changes(data: ReportData) -> dict[str, list[tuple[float, str]]]:
@@ -144,9 +134,9 @@ def short(sha: str) -> str:
     return sha[:8] if sha else "none"
 
 
-def attach(all_series: list[Series], points: list, data: ReportData) -> list[ChangePoint]:
-    """Put the change points on their series, naming the cause when none is given."""
-    by_key = {s.key: s for s in all_series}
+def attach(all_trends: list[Trend], points: list, data: ReportData) -> list[ChangePoint]:
+    """Put the change points on their trends, naming the cause when none is given."""
+    by_key = {t.key: t for t in all_trends}
     starts = {s.uuid: s.start for s in data.sessions}
     changes = provenance_changes(data)
     out = []
@@ -165,13 +155,13 @@ def attach(all_series: list[Series], points: list, data: ReportData) -> list[Cha
     return out
 
 
-def select(all_series: list[Series], limit: int) -> list[tuple[str, str, str]]:
+def select(all_trends: list[Trend], limit: int) -> list[tuple[str, str, str]]:
     """The plot groups (check, placement, var) worth a figure, most telling first:
     change points, then failures, then the largest drift."""
     score: dict[tuple, tuple] = {}
-    for s in all_series:
-        mine = (len(s.change_points), s.failed, abs(s.drift))
-        score[s.group] = max(score.get(s.group, mine), mine)
+    for t in all_trends:
+        mine = (len(t.change_points), t.failed, abs(t.drift))
+        score[t.group] = max(score.get(t.group, mine), mine)
     ranked = sorted(score, key=lambda g: score[g], reverse=True)
     return ranked[:limit]
 

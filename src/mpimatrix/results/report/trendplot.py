@@ -8,33 +8,33 @@ from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
 from .figures import Colours, Plot, grid, legend_below, log_y, to_plot
 from .model import Line
-from .trend import Series
+from .trend import Trend
 
 
 def when(start: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(start, dt.timezone.utc)
 
 
-def trend_plot(group: tuple[str, str, str], members: list[Series], colours: Colours,
+def trend_plot(group: tuple[str, str, str], members: list[Trend], colours: Colours,
                changes: dict[str, list[tuple[float, str]]], starts: dict[str, float]) -> Plot:
     """One value (check, placement, variable) over the sessions, a line per build, its
     reference band, the change points (red) and the lock or build changes (dotted)."""
     check, placement, var = group
-    labels = [colours.label(Line(s.build, s.partition)) for s in members]
+    labels = [colours.label(Line(s.series.build, s.partition)) for s in members]
     labels += ["reference ± tolerance", "change point"]
     fig, axes = grid(1, 1, 6.4, 2.3, left=0.9, top=0.45, bottom=0.45,
                      legend=labels)
     ax = axes[0][0]
-    xs_all = [when(p[0]) for s in members for p in s.points]
-    for s in sorted(members, key=lambda s: (s.build, s.partition)):
-        line = Line(s.build, s.partition)
+    xs_all = [when(p.time) for s in members for p in s.points]
+    for s in sorted(members, key=lambda s: (s.series.build, s.partition)):
+        line = Line(s.series.build, s.partition)
         style = colours.of(line)
-        x = [when(p[0]) for p in s.points]
-        ax.plot(x, [p[2] for p in s.points], marker="o", markersize=3.5, linewidth=1.3,
+        x = [when(p.time) for p in s.points]
+        low, median, high = zip(*(p.spread for p in s.points), strict=True)
+        ax.plot(x, median, marker="o", markersize=3.5, linewidth=1.3,
                 label=colours.label(line), **style)
-        if any(p[1] != p[3] for p in s.points):
-            ax.fill_between(x, [p[1] for p in s.points], [p[3] for p in s.points],
-                            color=style["color"], alpha=0.15, linewidth=0)
+        if low != high:
+            ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
         if s.ref and xs_all:
             lo, hi = s.band()
             span = [min(xs_all), max(xs_all)]
@@ -62,9 +62,9 @@ def trend_plot(group: tuple[str, str, str], members: list[Series], colours: Colo
     locator = AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
-    log_y(ax, [p[i] for s in members for p in s.points for i in (1, 2, 3)])
-    unit = members[0].unit
-    what = members[0].what
+    log_y(ax, [x for s in members for p in s.points for x in p.spread])
+    unit = members[0].series.unit
+    what = members[0].series.what
     ax.set_ylabel(f"{what} ({unit})")
     title = f"{check} · {placement} · {what}"
     ax.set_title(title)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...units import KiB, MiB, human_size
+from ...units import SHARE_UNIT, KiB, MiB, human_size
 from ..common import Metric, is_reduction
 
 SMALL, LARGE_COLL, LARGE_BW = 8, 1 * MiB, 4 * MiB
@@ -47,9 +47,9 @@ METRICS_OF_KIND = {
     "coll": (_m("t_avg", LAT, SMALL), _m("t_avg", LAT, LARGE_COLL)),
     "unsized": (_m("t_avg", LAT, None),),
     "nbc": (_m("t_pure", ("t_pure[usec]",), SMALL), _m("t_pure", ("t_pure[usec]",), LARGE_COLL),
-            _m("overlap", ("overlap[%]",), LARGE_COLL, "%", True)),
+            _m("overlap", ("overlap[%]",), LARGE_COLL, SHARE_UNIT, True)),
     "nbc_unsized": (_m("t_pure", ("t_pure[usec]",), None),
-                    _m("overlap", ("overlap[%]",), None, "%", True)),
+                    _m("overlap", ("overlap[%]",), None, SHARE_UNIT, True)),
     "atomic": (_m("latency", ("t[usec]",), None),),
     "passive": (_m("t_pure", ("t_pure[usec]",), SMALL), _m("t_ovrl", ("t_ovrl[usec]",), SMALL)),
 }

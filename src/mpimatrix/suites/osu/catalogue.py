@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ...units import KiB, MiB, human_size
+from ...units import SHARE_UNIT, KiB, MiB, human_size
 from ..common import Metric, is_reduction
 
 SMALL = 8
@@ -48,8 +48,8 @@ METRICS_OF_KIND: dict[str, tuple[Metric, ...]] = {
     "coll": (_lat(SMALL), _lat(LARGE_COLL)),
     "coll_unsized": (_m("latency", None),),
     "nbc": (_m("pure_comm", SMALL), _m("pure_comm", LARGE_COLL),
-            _m("overlap", LARGE_COLL, "%", True)),
-    "nbc_unsized": (_m("pure_comm", None), _m("overlap", None, "%", True)),
+            _m("overlap", LARGE_COLL, SHARE_UNIT, True)),
+    "nbc_unsized": (_m("pure_comm", None), _m("overlap", None, SHARE_UNIT, True)),
     "init": (_m("avg", None, "ms", name="init_avg"), _m("max", None, "ms", name="init_max")),
     "hello": (),
 }
