@@ -25,12 +25,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..units import human_size, is_share
+from ..units import is_share
 from . import host, steps
 from .measurements import Session
 from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
 from .steps import MIN_SEGMENT
+from .values import value_label
 
 #: The build name of the host series.
 HOST = "host"
@@ -142,10 +143,9 @@ def series_of(sessions: Sequence[Session]) -> list[Series]:
                     continue
                 key = tuple(case.value_key(pv.var))
                 if key not in out:
-                    size = f" at {human_size(pv.size, ' ')}" if pv.size is not None else ""
                     out[key] = Series(key, case.build, case.check, case.placement, pv.var,
                                       pv.unit, pv.higher_is_better, ref_key=case.ref_key,
-                                      what=f"{pv.quantity}{size}")
+                                      what=value_label(pv.quantity, pv.size))
                 vals, failed, _ = samples.setdefault(key, ([], [], meta))
                 vals.append(float(pv.value))
                 failed.append(pv.result == "fail")

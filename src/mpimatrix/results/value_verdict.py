@@ -6,12 +6,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from ..units import human_size, is_share
+from ..units import is_share
 from . import host
 from .measurements import Case, PerfValue, ValueKey
 from .policy import DEFAULT_POLICY, GatePolicy
 from .statistics import best
 from .status import Status
+from .values import value_label
 
 REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = Status
 
@@ -168,8 +169,7 @@ class ValueVerdict:
     @property
     def what(self) -> str:
         """The value's quantity and size: "latency at 8 B"."""
-        size = f" at {human_size(self.size, ' ')}" if self.size is not None else ""
-        return f"{self.quantity}{size}"
+        return value_label(self.quantity, self.size)
 
     def _against(self) -> str:
         hosts_ = [h for h in (self.host, self.confirm_host if self.confirmation else None) if h]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from ..units import SHARE_UNIT, is_share
+from ..units import SHARE_UNIT, human_size, is_share
 
 
 class Kind(str, Enum):
@@ -27,6 +27,11 @@ def kind_of(unit: str, higher_is_better: bool) -> Kind:
     if is_share(unit):
         return Kind.SHARE
     return Kind.RATE if higher_is_better else Kind.TIME
+
+
+def value_label(quantity: str, size: int | None) -> str:
+    """A value as people read it: "latency at 8 B", "t_avg" (no size)."""
+    return f"{quantity} at {human_size(size, ' ')}" if size is not None else quantity
 
 
 #: Units of rates and shares, for values recorded without perf_info.

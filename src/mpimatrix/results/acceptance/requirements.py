@@ -21,6 +21,7 @@ from ...suites.imb.catalogue import SIZES as IMB_SIZES
 from ...suites.osu.catalogue import BY_NAME as OSU_BY_NAME
 from ...suites.osu.options import expected_sizes
 from ...units import KiB, MiB, human_size
+from ..values import value_label
 
 IMB_BY_KEY = {b.key: b for b in IMB_CATALOGUE}
 #: metric -> (its unit, the curve columns holding it, the first present is used)
@@ -94,9 +95,8 @@ class Requirement:
 
     @property
     def what(self) -> str:
-        size = f" at {human_size(self.size, ' ')}" if self.size is not None else ""
         prog = f"osu_{self.benchmark}" if self.suite == "osu" else f"IMB {self.benchmark}"
-        return f"{prog} {self.placement} {self.metric}{size}"
+        return f"{prog} {self.placement} {value_label(self.metric, self.size)}"
 
     def meets(self, value: float) -> bool:
         return value <= self.bound if self.op == "<=" else value >= self.bound
