@@ -224,6 +224,28 @@ def test_values_not_gated_and_why_come_from_statistics(nightly, refs, nightly_re
     assert nightly_report.context["not_gated"] == []  # no statistics: tolerated
 
 
+def test_the_detection_floor_of_every_gated_value_is_shown(nightly, refs, nightly_report):
+    """"What the gate can see": one row per gated value with the floor floors.py computes
+    from its spread and tolerance, one per build with their median, and the plot."""
+    from mpimatrix.results import floors
+
+    stats = gate_statistics(refs, nightly[:2])
+    rep = make_report(nightly, references=refs, statistics=stats)
+    expected = floors.value_floors(stats)
+    rows = rep.context["floor_values"]
+    assert [(r["environ"], r["ref_key"], r["var"], r["floor"]) for r in rows] == [
+        (f.environ, f.ref_key, f.var, f.text()) for f in expected]
+    assert len(rows) == sum(v["gated"] for p in stats["ImbCheck"].values()
+                            for e in p.values() for k in e.values() for v in k.values())
+    for b in rep.context["floor_builds"]:
+        mine = sorted(f.step for f in expected if f.environ == b["environ"])
+        assert b["gated"] == len(mine) and b["worst"] == f"{mine[-1]:.0%}"
+    assert "<h3>What the gate can see</h3>" in rep.html and 'id="detection-floor"' in rep.html
+    assert html.escape(rep.context["floor_summary"][1:]) in rep.html
+    assert nightly_report.context["floor_values"] == []  # no statistics: nothing gated
+    assert "No value is gated yet: nothing has a detection floor" in nightly_report.html
+
+
 def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     target = next(tc for tc in nightly[-1]["runs"][0]["testcases"]
                   if tc.get("benchmark") == "MPI1:PingPong")

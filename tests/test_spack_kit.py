@@ -243,20 +243,44 @@ def _uuid(proc: subprocess.CompletedProcess) -> str:
     return m[1]
 
 
+def _bless_until_gated(results: Path, lock: Path, build: str, most: int = 6) -> list[str]:
+    """Sessions on the rows of `lock`, blessed after the third and after each further one
+    until at least two of the build's four values are gated (at most `most` sessions), as
+    a site blesses again from more sessions when bless leaves values out; the sessions'
+    UUIDs. On this VM a build's values spread 8-24 % (robust CV) at noisy hours, and bless
+    gates none of them at a 30 % tolerance (seen in CI): the sessions are blessed at a
+    60 % floor, far inside the 5x the injector gives (a rate at 20 % of its reference
+    against a threshold at 40 %; with 3x, 33 % against 40 %: one noisy pass from passing)."""
+    from mpimatrix.builds.record import environ_name
+
+    uuids: list[str] = []
+    while True:
+        uuids.append(_uuid(_run(results, lock, "run", "--mode", "compare", "--no-confirm",
+                                *IMB_INTRANODE)))
+        if len(uuids) < 3:
+            continue
+        proc = _run(results, lock, "bless", "--replace", "--since", "1d", "--mode", "compare",
+                    "--tolerance", "0.6")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        left_out = [ln for ln in proc.stdout.splitlines()
+                    if ln.startswith(f"  not gated: {environ_name(build)} ")]
+        if len(left_out) <= 2 or len(uuids) >= most:
+            assert len(left_out) <= 2, proc.stdout
+            return uuids
+
+
 def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report(
         kit_env, changed_env, request, tmp_path):
     """Three sessions on the kit rows, `bless`; then three on the changed rows with
-    MVAPICH2 slowed 2x by the injector: the REGRESSION lines, `mpimatrix changes`, `mpimatrix
+    MVAPICH2 slowed 5x by the injector: the REGRESSION lines, `mpimatrix changes`, `mpimatrix
     diff` and the HTML report name the IMB -O3 for the MVAPICH2 build and for no other."""
     import re
 
     before, after = kit_env["lock"], changed_env["lock"]
     mvapich2 = "mvapich2-2.3.7-1-kit-nemesis-gcc12"
-    inject = "^mvapich2-:clock=2.0"
-    uuids = [_uuid(_run(tmp_path, before, "run", "--mode", "compare", "--no-confirm",
-                        *IMB_INTRANODE)) for _ in range(3)]
-    proc = _run(tmp_path, before, "bless", "--since", "1d", "--mode", "compare")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    inject = "^mvapich2-:clock=4.0"  # every interval it times +400 %
+    uuids = _bless_until_gated(tmp_path, before, mvapich2)
+    first_after = len(uuids)
     proc = _run(tmp_path, after, "run", "--mode", "compare", *IMB_INTRANODE, inject=inject)
     uuids.append(_uuid(proc))
     if proc.returncode == 0 and f"\nWATCH {mvapich2} " in proc.stdout:
@@ -267,18 +291,18 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
         uuids.append(_uuid(proc))
     red = uuids[-1]  # the night with the REGRESSION lines
     verdicts = proc.stdout[proc.stdout.find("\nREGRESSION "):].strip().split("\n\n")[0]
-    _say(request, f"\n`mpimatrix run` on the changed rows, MVAPICH2 slowed 2x:\n{verdicts}")
+    _say(request, f"\n`mpimatrix run` on the changed rows, MVAPICH2 slowed 5x:\n{verdicts}")
     assert proc.returncode == 1, proc.stdout[-4000:]
     out = proc.stdout.splitlines()
     regressions = [ln.split()[1] for ln in out if ln.startswith("REGRESSION ")]
     assert mvapich2 in regressions, proc.stdout[-4000:]
     head = out.index(next(ln for ln in out if ln.startswith(f"  {mvapich2}: changed since ")))
-    assert f"changed since session {uuids[2][:8]} " in out[head], out[head]
+    assert f"changed since session {uuids[first_after - 1][:8]} " in out[head], out[head]
     assert out[head + 1] == f"    {MVAPICH2_IMB}", out[head:head + 3]
     assert not out[head + 2].startswith("    "), out[head:head + 3]
     # four slowed sessions at least after three: a step the history finds at p < 0.01
     # against this machine's noise (3 against 3 was missed in a CI run)
-    while len(uuids) < 7:
+    while len(uuids) < first_after + 4:
         uuids.append(_uuid(_run(tmp_path, after, "run", "--mode", "compare", "--no-confirm",
                                 *IMB_INTRANODE, inject=inject)))
 
@@ -288,12 +312,12 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     steps = [i for i, ln in enumerate(lines) if ln.startswith("NEW SLOWER ")]
     assert steps and all(lines[i].startswith(f"NEW SLOWER {mvapich2} ") for i in steps), lines
     for i in steps:
-        assert lines[i + 1] == (f"      software session {uuids[2][:8]} -> {uuids[3][:8]}: "
-                                "changed"), lines[i:i + 3]
+        assert lines[i + 1] == (f"      software session {uuids[first_after - 1][:8]} -> "
+                                f"{uuids[first_after][:8]}: changed"), lines[i:i + 3]
         assert lines[i + 2] == f"        {mvapich2}: {MVAPICH2_IMB}", lines[i:i + 3]
         assert not lines[i + 3].startswith("        "), lines[i:i + 4]
 
-    proc = _run(tmp_path, after, "diff", uuids[2], uuids[3])
+    proc = _run(tmp_path, after, "diff", uuids[first_after - 1], uuids[first_after])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[1:] == [f"  {mvapich2}:", f"    {MVAPICH2_IMB}",
                                             "1 change(s): 1 build(s)"], proc.stdout

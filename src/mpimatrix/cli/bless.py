@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..paths import references_dir
-from ..results import bless_sessions, references
+from ..results import bless_sessions, floors, references
 from ..results.measurements import as_sessions
 from ..results.policy import DEFAULT_POLICY
 from ..results.sessions import SessionError
@@ -39,6 +39,9 @@ def cmd_bless(args) -> int:
     print(f"wrote {out}: {total} value(s) from {runs} run(s), {blessed.gated} gated "
           f"(tolerance from the spread, floor {args.tolerance:.0%}), "
           f"{len(blessed.not_gated)} reported but not gated")
+    if line := floors.summary(floors.value_floors(blessed.stats),
+                              floors.build_floors(blessed.stats)):
+        print(f"  {line}")
     for part, factors in sorted(blessed.hosts.items()):
         print(f"  {part}: samples against the host; host factor of each session "
               + " ".join(f"{f:.3f}" for f in factors.values()))

@@ -4,6 +4,7 @@ gate as one object."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,26 +82,40 @@ def build_tolerance(stats: dict | None, partition: str, environ: str,
     return float(tol) if isinstance(tol, int | float) and tol > 0 else policy.build_floor
 
 
-def not_gated(stats: dict | None) -> list[dict]:
-    """Values the reference file keeps but does not gate, and why: the statistics `mpimatrix
-    bless` writes beside the references ({class: {partition: {environ: {ref_key: {var:
-    {median, spread, n, gated, reason}}}}}})."""
-    out: list[dict] = []
+def value_records(stats: dict | None) -> Iterator[tuple[str, str, str, str, str, dict]]:
+    """(class, partition, environ, ref_key, var, record) of every value in the statistics
+    `mpimatrix bless` writes beside the references ({class: {partition: {environ: {ref_key:
+    {var: {median, spread, n, tolerance, gated, reason, ...}}}}}})."""
     if not isinstance(stats, dict):
-        return out
+        return
     for cls, parts in stats.items():
-        if cls.startswith("$"):  # not a test class: the builds' own statistics
+        if cls.startswith("$") or not isinstance(parts, dict):  # `$builds`, `$policy`
             continue
-        for part, envs in (parts or {}).items():
+        for part, envs in parts.items():
             for env, keys in (envs or {}).items():
                 for ref_key, pvars in (keys or {}).items():
-                    for var, st in (pvars or {}).items():
-                        if isinstance(st, dict) and st.get("gated") is False:
-                            out.append({"check": cls, "partition": part, "environ": env,
-                                        "ref_key": ref_key, "var": var,
-                                        "median": st.get("median"), "spread": st.get("spread"),
-                                        "n": st.get("n"), "reason": st.get("reason", "")})
-    return out
+                    for var, rec in (pvars or {}).items():
+                        if isinstance(rec, dict):
+                            yield cls, part, env, ref_key, var, rec
+
+
+def build_records(stats: dict | None) -> Iterator[tuple[str, str, dict]]:
+    """(partition, environ, record) of each build under `$builds` ({factors, spread,
+    tolerance})."""
+    builds = stats.get(BUILDS_KEY) if isinstance(stats, dict) else None
+    for part, envs in (builds or {}).items():
+        for env, rec in (envs or {}).items():
+            if isinstance(rec, dict):
+                yield part, env, rec
+
+
+def not_gated(stats: dict | None) -> list[dict]:
+    """Values the reference file keeps but does not gate, and why."""
+    return [{"check": cls, "partition": part, "environ": env, "ref_key": ref_key, "var": var,
+             "median": st.get("median"), "spread": st.get("spread"), "n": st.get("n"),
+             "reason": st.get("reason", "")}
+            for cls, part, env, ref_key, var, st in value_records(stats)
+            if st.get("gated") is False]
 
 
 #: No references: every value as measured, whole builds at the policy's build floor.

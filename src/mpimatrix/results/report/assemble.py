@@ -14,7 +14,7 @@ from ..gate import Judgement
 from ..night import judge_night
 from ..reference_set import ReferenceSet
 from ..status import Status
-from . import compare, cost, effects, front, gate_view, layouts, page, trend
+from . import compare, cost, detection, effects, front, gate_view, layouts, page, trend
 from .axes import session_axes
 from .curves import curve_jobs, reference_points, unsized_plot
 from .figures import Colours, Plot
@@ -65,6 +65,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     ctx.update(front_page(data, night.judgement, refset))
+    ctx.update(detection.floor_section(refset))
     ctx["what_changed"] = gate_view.what_changed(night)
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))

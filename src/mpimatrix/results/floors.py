@@ -1,0 +1,130 @@
+"""The detection floor: the smallest step of a gated value, or of a whole build, that the
+gate catches the night it happens with 95 % probability, from the statistics bless wrote.
+
+A night's value is the best of its passes, against the host factor; bless measured how
+that statistic spreads from session to session (its robust CV c, one sample per session)
+and set the tolerance t from it. A step d moves the value's median m to m(1 + d) (a time;
+m(1 - d) for a rate). The gate calls it outside when the session's best and the
+confirmation's best are both beyond the tolerance: two independent draws, so each must
+be beyond with probability sqrt(0.95), which holds when the stepped median lies z = 1.955
+spreads past the threshold (normal noise):
+
+    time:  m(1 + d)(1 - z c) = m(1 + t)   ->  d = (1 + t) / (1 - z c) - 1
+    rate:  m(1 - d)(1 + z c) = m(1 - t)   ->  d = 1 - (1 - t) / (1 + z c)
+    share: d = t + z c, in percentage points
+
+The same holds for a whole build: its factor's spread over the blessed sessions and its
+build tolerance (`$builds`). A value outside alone is on WATCH that night and a
+REGRESSION the next (watch.py): its floor is the step seen the first night, named the
+second; a build's, or two values' of one build, turn the night red at once. At the
+tolerance t the same model gives each value's false-alarm rate on an unchanged night.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .reference_set import build_records, value_records
+from .values import Kind
+
+#: How surely a step at the floor is caught the night it happens.
+CATCH = 0.95
+#: Spreads between a stepped median and the threshold for each of the two draws (the
+#: session and its confirmation) to be beyond it with probability sqrt(CATCH).
+Z = statistics.NormalDist().inv_cdf(math.sqrt(CATCH))
+
+
+@dataclass(frozen=True)
+class Floor:
+    """The detection floor of one gated value or build."""
+
+    partition: str
+    environ: str
+    ref_key: str  # "" for a whole build
+    var: str  # "factor" for a whole build
+    kind: Kind
+    spread: float  # robust CV of the blessed samples (points, for a share)
+    tolerance: float  # relative (points, for a share)
+    step: float  # the floor: relative (points, for a share); inf where none is seen
+
+    @property
+    def whole_build(self) -> bool:
+        return not self.ref_key
+
+    def text(self) -> str:
+        if not math.isfinite(self.step):
+            return "none seen"
+        return (f"{self.step:.0f} points" if self.kind == Kind.SHARE
+                else f"{self.step:.0%}")
+
+
+def step(spread: float, tolerance: float, kind: Kind) -> float:
+    """The smallest step caught the first night with probability CATCH (module doc)."""
+    if kind == Kind.SHARE:
+        return tolerance + Z * spread
+    if kind == Kind.RATE:
+        return 1 - (1 - tolerance) / (1 + Z * spread)
+    return (1 + tolerance) / (1 - Z * spread) - 1 if Z * spread < 1 else math.inf
+
+
+def value_floors(stats: dict | None) -> list[Floor]:
+    """The floor of every value bless gated in a statistics file (hand-set thresholds
+    have none: bless's spread does not explain them)."""
+    out = []
+    for _cls, part, env, ref_key, var, rec in value_records(stats):
+        if rec.get("gated") and not rec.get("hand_set") and (
+                floor := _value_floor(part, env, ref_key, var, rec)) is not None:
+            out.append(floor)
+    return sorted(out, key=lambda f: (f.partition, f.environ, f.ref_key, f.var))
+
+
+def _value_floor(part: str, env: str, ref_key: str, var: str, rec: dict) -> Floor | None:
+    kind = Kind(rec.get("kind") or Kind.TIME)
+    spread, tol = rec.get("spread"), rec.get("tolerance")
+    if not isinstance(spread, int | float) or not isinstance(tol, int | float):
+        return None
+    if kind == Kind.SHARE:  # judged in points: the spread as a CV of the level, in points
+        median, points = rec.get("median"), rec.get("points")
+        if not isinstance(median, int | float) or not isinstance(points, int | float):
+            return None
+        spread, tol = spread * median, points
+    return Floor(part, env, ref_key, var, kind, spread, tol, step(spread, tol, kind))
+
+
+def build_floors(stats: dict | None) -> list[Floor]:
+    """The floor of each whole build the statistics file has a tolerance for (`$builds`);
+    a build's factor is a slowdown, judged as a time."""
+    out = []
+    for part, env, rec in build_records(stats):
+        spread, tol = rec.get("spread"), rec.get("tolerance")
+        if isinstance(spread, int | float) and isinstance(tol, int | float):
+            out.append(Floor(part, env, "", "factor", Kind.TIME, spread, tol,
+                             step(spread, tol, Kind.TIME)))
+    return sorted(out, key=lambda f: (f.partition, f.environ))
+
+
+def percentile(xs: list[float], q: float) -> float:
+    """The q-th quantile (0-1) of xs, by the nearest rank."""
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def summary(values: Iterable[Floor], builds: Iterable[Floor]) -> str:
+    """One line: the relative floors of the gated values (median, 90th percentile) and
+    the range of the whole builds' floors (shares, in points, are left out)."""
+    rel = [f.step for f in values if f.kind != Kind.SHARE]
+    whole = [f.step for f in builds]
+    parts = []
+    if rel:
+        parts.append(f"values median {percentile(rel, 0.5):.0%}, 90th percentile "
+                     f"{percentile(rel, 0.9):.0%}")
+    if whole:
+        lo, hi = f"{min(whole):.0%}", f"{max(whole):.0%}"
+        parts.append(f"whole builds {lo}" if lo == hi else f"whole builds {lo[:-1]}-{hi}")
+    if not parts:
+        return ""
+    return (f"detection floor (the step caught the night it happens {CATCH:.0%} of the time): "
+            + "; ".join(parts))
