@@ -98,6 +98,10 @@ def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, 
     results, only = blessed
     victim = builds[0]
     proc = quiet_run(results, *only, *SELECT, inject=f"^{re.escape(victim)}$:clock=3.0")
+    if proc.returncode == 0 and f"\nWATCH {victim} " in proc.stdout:
+        # a noisy bless may gate one value of the victim only: alone outside, it is on
+        # watch the first night and a regression the next (watch.py; seen in CI)
+        proc = quiet_run(results, *only, *SELECT, inject=f"^{re.escape(victim)}$:clock=3.0")
     assert proc.returncode == 1, proc.stdout[-3000:]
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("REGRESSION ")]
     assert lines, proc.stdout[-3000:]
