@@ -78,3 +78,34 @@ def test_bless_summarises_the_floors_of_what_it_gated(tmp_path):
     assert f"  {line}" in proc.stdout.splitlines(), proc.stdout
     rel = sorted(f.step for f in values if f.kind != Kind.SHARE)
     assert f"median {rel[(len(rel) + 1) // 2 - 1]:.0%}," in line
+
+
+@pytest.mark.parametrize("kind", [Kind.TIME, Kind.RATE, Kind.SHARE])
+def test_the_catch_probability_is_the_floors_inverse(kind):
+    """floors.caught at the floor is 95 %, at the tolerance a quarter, and it grows with
+    the step: what `mpimatrix validate replay` predicts for each injected value."""
+    spread, tolerance = (2.0, 10.0) if kind == Kind.SHARE else (0.05, 0.3)
+    floor = floors.step(spread, tolerance, kind)
+    assert floors.caught(spread, tolerance, kind, floor) == pytest.approx(0.95, abs=1e-9)
+    assert floors.caught(spread, tolerance, kind, tolerance) == pytest.approx(0.25, abs=0.02)
+    steps = [tolerance * x for x in (0.5, 0.9, 1.0, 1.1, 1.5)]
+    probs = [floors.caught(spread, tolerance, kind, s) for s in steps]
+    assert probs == sorted(probs) and probs[0] < 0.01
+    rng = random.Random(7)
+    for s, p in zip(steps, probs, strict=True):
+        assert _caught(spread, tolerance, kind, s, 20000, rng) == pytest.approx(p, abs=0.01)
+    # no spread measured: caught exactly when the step is beyond the tolerance
+    assert floors.caught(0.0, 0.3, Kind.TIME, 0.31) == 1.0
+    assert floors.caught(0.0, 0.3, Kind.TIME, 0.29) == 0.0
+
+
+def test_the_replay_compares_the_model_with_what_was_caught():
+    from mpimatrix.validation.replay import model_check
+
+    values = [(0.1, False)] * 9 + [(0.1, True)] + [(0.9, True)] * 9 + [(0.9, False)]
+    line = model_check(values, [(0.97, True), (0.97, True)])
+    assert line == ("values predicted 50.0%, caught 10/20; predicted 0%-20%: predicted "
+                    "10.0%, caught 1/10; predicted 80%-100%: predicted 90.0%, caught 9/10; "
+                    "whole builds predicted 97.0%, caught 2/2")
+    assert model_check([(0.001, False)] * 3 + [(0.001, True)], [], bands=False) == (
+        "predicted 0.1%, flagged 1/4")

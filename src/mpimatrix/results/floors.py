@@ -70,6 +70,23 @@ def step(spread: float, tolerance: float, kind: Kind) -> float:
     return (1 + tolerance) / (1 - Z * spread) - 1 if Z * spread < 1 else math.inf
 
 
+def caught(spread: float, tolerance: float, kind: Kind, stepped: float) -> float:
+    """The probability that a step of `stepped` is caught the night it happens: the
+    session's and the confirmation's draw both beyond the tolerance (module doc)."""
+    norm = statistics.NormalDist()
+    if kind == Kind.SHARE:
+        room = tolerance - stepped  # points left to the threshold
+    elif kind == Kind.RATE:
+        room = -((1 - tolerance) / (1 - stepped) - 1)
+    else:
+        room = (1 + tolerance) / (1 + stepped) - 1
+    if spread <= 0:
+        q = 1.0 if room < 0 else 0.5 if room == 0 else 0.0
+    else:
+        q = 1 - norm.cdf(room / spread)
+    return q * q
+
+
 def value_floors(stats: dict | None) -> list[Floor]:
     """The floor of every value bless gated in a statistics file (hand-set thresholds
     have none: bless's spread does not explain them)."""

@@ -38,13 +38,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from ..results import gate, references, samples
+from ..results import floors, gate, references, samples
 from ..results.measurements import Session, load
 from ..results.night import Night, judge_night, to_confirm
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
+from ..results.values import Kind
 from .gate_rates import confirmations, stored_sessions
 
 
@@ -138,6 +139,13 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                                None, references.CommentedMap(), {}, policy)
     refset = ReferenceSet(blessed.refs, blessed.stats, policy)
     alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
+    # the detection floor's model against what happened: (predicted, caught) per value
+    # and per build on the injected nights
+    model: list[tuple[float, bool]] = []
+    model_builds: list[tuple[float, bool]] = []
+    model_unchanged: list[tuple[float, bool]] = []  # values of builds left alone
+    build_spread = {(f.partition, f.environ): f.spread
+                    for f in floors.build_floors(blessed.stats)}
     nights = Counter()  # unchanged sessions red with the watch rule and without it
     # the nights so far, for the watch rule (results/watch.py)
     history = [(refset.applied(passes(r, 0, judged_passes)), []) for r in bless_from]
@@ -154,6 +162,10 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
             nights["red alone"] += bool(alone.regressions)
         hosts += any(h.slow for h in j.hosts)
         for b in j.builds:
+            if inj and b.build == inj[0] and (b.partition, b.environ) in build_spread:
+                model_builds.append((floors.caught(build_spread[b.partition, b.environ],
+                                                   b.tolerance, Kind.TIME, inj[1]),
+                                     b.status == gate.REGRESSION))
             kind = "detected" if inj and b.build == inj[0] and inj[1] >= 0.25 else (
                 "alarm" if not inj or b.build != inj[0] else "small")
             whole[kind, "n"] += 1
@@ -169,6 +181,11 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                     c = detected.setdefault(inj[1], Counter())
                     c["values"] += 1
                     c["flagged"] += flagged
+                    model.append(_value_model(v, inj[1]))
+            elif not v.is_share:
+                alarms["values"] += 1
+                alarms["flagged"] += flagged
+                model_unchanged.append(_value_model(v, 0.0))
             else:
                 alarms["values"] += 1
                 alarms["flagged"] += flagged
@@ -184,7 +201,40 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
             f"whole builds: false alarms {whole['alarm', 'flagged']}/{whole['alarm', 'n']}, "
             f"detection at +25 % and more {whole['detected', 'flagged']}/"
             f"{whole['detected', 'n']}, below {whole['small', 'flagged']}/{whole['small', 'n']}; "
-            f"HOST in {hosts} of {len(judged)} sessions")
+            f"HOST in {hosts} of {len(judged)} sessions"
+            + (f"\n  detection floor model (results/floors.py), injected nights: "
+               f"{model_check(model, model_builds)}; unchanged values "
+               f"{model_check(model_unchanged, [], bands=False)}" if model else ""))
+
+
+def _value_model(v, level: float) -> tuple[float, bool]:
+    """(the probability floors.caught gives, whether the gate caught it alone: outside
+    in the session and the confirmation at its own tolerance) for a value of a build
+    whose every timed interval was made `level` longer (a rate falls by 1 - 1/(1+level))."""
+    kind = Kind.RATE if v.higher_is_better else Kind.TIME
+    tol = -(v.lower or 0.0) if v.higher_is_better else (v.upper or 0.0)
+    stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
+    alone = (v.status == gate.REGRESSION and not v.with_build) or v.status == gate.WATCH
+    return floors.caught(v.spread, tol, kind, stepped), alone
+
+
+def model_check(values: list[tuple[float, bool]], builds: list[tuple[float, bool]],
+                bands: bool = True) -> str:
+    """The model's mean predicted catch rate against the measured one, overall and by
+    band of the prediction (a calibrated model matches in every band); for values of
+    builds left alone, the predicted and measured false alarms."""
+    def rate(pairs: list[tuple[float, bool]], what: str = "caught") -> str:
+        return (f"predicted {statistics.fmean(p for p, _ in pairs):.1%}, {what} "
+                f"{sum(c for _, c in pairs)}/{len(pairs)}")
+    if not bands:
+        return rate(values, "flagged") if values else "none"
+    parts = [f"values {rate(values)}"] + [
+        f"predicted {lo:.0%}-{min(hi, 1):.0%}: {rate(sel)}"
+        for lo, hi in ((0.0, 0.2), (0.2, 0.8), (0.8, 1.01))
+        if (sel := [(p, c) for p, c in values if lo <= p < hi])]
+    if builds:
+        parts.append(f"whole builds {rate(builds)}")
+    return "; ".join(parts)
 
 
 def main(argv=None, prog: str | None = None) -> int:
