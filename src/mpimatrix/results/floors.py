@@ -50,10 +50,6 @@ class Floor:
     tolerance: float  # relative (points, for a share)
     step: float  # the floor: relative (points, for a share); inf where none is seen
 
-    @property
-    def whole_build(self) -> bool:
-        return not self.ref_key
-
     def text(self) -> str:
         if not math.isfinite(self.step):
             return "none seen"

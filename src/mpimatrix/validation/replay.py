@@ -45,7 +45,7 @@ from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from ..results.values import Kind
+from ..results.values import Kind, kind_of
 from .gate_rates import confirmations, stored_sessions
 
 
@@ -182,13 +182,11 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                     c["values"] += 1
                     c["flagged"] += flagged
                     model.append(_value_model(v, inj[1]))
-            elif not v.is_share:
-                alarms["values"] += 1
-                alarms["flagged"] += flagged
-                model_unchanged.append(_value_model(v, 0.0))
             else:
                 alarms["values"] += 1
                 alarms["flagged"] += flagged
+                if not v.is_share:
+                    model_unchanged.append(_value_model(v, 0.0))
     det = "; ".join(f"+{lv:.0%} {c['flagged']}/{c['values']} = "
                     f"{c['flagged'] / c['values']:.0%}" for lv, c in sorted(detected.items()))
     return (f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
@@ -211,8 +209,8 @@ def _value_model(v, level: float) -> tuple[float, bool]:
     """(the probability floors.caught gives, whether the gate caught it alone: outside
     in the session and the confirmation at its own tolerance) for a value of a build
     whose every timed interval was made `level` longer (a rate falls by 1 - 1/(1+level))."""
-    kind = Kind.RATE if v.higher_is_better else Kind.TIME
-    tol = -(v.lower or 0.0) if v.higher_is_better else (v.upper or 0.0)
+    kind = kind_of(v.unit, v.higher_is_better)
+    tol = abs(v.tolerance or 0.0)
     stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
     alone = (v.status == gate.REGRESSION and not v.with_build) or v.status == gate.WATCH
     return floors.caught(v.spread, tol, kind, stepped), alone

@@ -28,8 +28,9 @@ def floor_section(refset: ReferenceSet) -> dict:
         by_build[f.partition, f.environ].append(f)
     builds = []
     for key in sorted(set(by_build) | set(whole)):
-        rel = [f.step for f in by_build.get(key, []) if f.kind != Kind.SHARE]
-        builds.append({"partition": key[0], "environ": key[1], "gated": len(by_build[key]),
+        mine = by_build.get(key, [])
+        rel = [f.step for f in mine if f.kind != Kind.SHARE]
+        builds.append({"partition": key[0], "environ": key[1], "gated": len(mine),
                        "median": _pct(statistics.median(rel)) if rel else DASH,
                        "worst": _pct(max(rel)) if rel else DASH,
                        "whole": whole[key].text() if key in whole else DASH})
