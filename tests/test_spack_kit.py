@@ -272,9 +272,9 @@ def _bless_until_gated(results: Path, lock: Path, build: str, most: int = 6) -> 
 def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report(
         kit_env, changed_env, request, tmp_path):
     """Three to six sessions on the kit rows, `bless` (_bless_until_gated); then four or
-    five on the changed rows with
-    MVAPICH2 slowed 5x by the injector: the REGRESSION lines, `mpimatrix changes`, `mpimatrix
-    diff` and the HTML report name the IMB -O3 for the MVAPICH2 build and for no other."""
+    five on the changed rows with MVAPICH2 slowed 5x by the injector: the REGRESSION lines,
+    `mpimatrix changes`, `mpimatrix diff` and the HTML report name the IMB -O3 for the
+    MVAPICH2 build and for no other."""
     import re
 
     before, after = kit_env["lock"], changed_env["lock"]
