@@ -12,7 +12,7 @@ import copy
 import statistics
 
 import pytest
-from helpers import judged, six_pass_session
+from helpers import judged, six_pass_session, slow_class
 
 from mpimatrix.results import gate, references
 from mpimatrix.results.policy import DEFAULT_POLICY
@@ -65,6 +65,10 @@ def test_bless_divides_each_session_by_its_host_factor_and_keeps_the_builds_spre
     assert set(builds) == imb
     for rec in builds.values():
         assert len(rec["factors"]) == 5 and rec["tolerance"] >= DEFAULT_POLICY.build_floor
+        # each session against references blessed from the other four, as the gate judges
+        # a later session: in-sample, a session is the median of a fifth of the values
+        # and the factors of these sessions came out 1.000-1.002 (a spread of 0)
+        assert rec["spread"] > 0 and len({round(f, 3) for f in rec["factors"]}) >= 4
     rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
     assert rec["basis"] == "best of each session's 3 passes, against the host"
@@ -90,27 +94,62 @@ def test_a_slow_host_moves_no_verdict_and_is_reported(blessed):
     assert not any(b.status == gate.REGRESSION for b in slow.builds)
 
 
+def regressions(j: gate.Judgement, builds) -> set:
+    return {k for k, s in statuses(j, builds).items() if s == gate.REGRESSION}
+
+
 def test_one_slow_build_is_found_on_a_slow_host_and_the_others_stay_clean(blessed):
     base = judged(against(recorded(6), blessed), None, blessed.stats)
     j = judged(against(recorded(6), blessed, {"*": 1.2, VICTIM: 1.2 * 1.25}), None,
                    blessed.stats)
     others = {v.build for v in j.verdicts} - {VICTIM}
-    assert statuses(j, others) == statuses(base, others)
+    # no value of another build is flagged that was not flagged without the slowdown
+    # (a class's host factor, the median of three builds, may move a little with the
+    # victim and clear one)
+    assert regressions(j, others) <= regressions(base, others)
     whole = {b.build: b for b in j.builds}
     assert whole[VICTIM].status == gate.REGRESSION
-    # a build is judged against the least-slowed build (never below 1)
-    medians = base.hosts[0].builds
-    least = 1.2 * min(*(f for b, f in medians.items() if b != VICTIM), 1.25 * medians[VICTIM])
-    assert j.hosts[0].least == pytest.approx(least, rel=1e-6)
-    assert whole[VICTIM].factor == pytest.approx(1.2 * 1.25 * medians[VICTIM] / max(least, 1),
-                                                 rel=1e-6)
+    # a build is judged on its values over their class's host factor, against the
+    # least-slowed build
+    row = j.hosts[0].slowdowns
+    own = row.builds.medians
+    env = whole[VICTIM].environ
+    assert whole[VICTIM].factor == pytest.approx(own[env] / min(own.values()), rel=1e-6)
+    assert 1.15 < whole[VICTIM].factor < 1.4
+    assert not whole[VICTIM].together and not j.hosts[0].together
+    assert set(j.hosts[0].classes) == {"small-message times", "large-message times",
+                                       "large-message rates"}
+    assert all(1.15 < f < 1.3 for f in j.hosts[0].classes.values())
     assert all(b.status == gate.PASS for b in j.builds if b.build != VICTIM)
     line = whole[VICTIM].line()
     assert line.startswith(f"REGRESSION {VICTIM} (the whole build, local:default): +"), line
+    assert "against the least-slowed build" in line
     assert j.regressions[0] == line
     flagged = [v for v in j.verdicts if v.build == VICTIM and v.status == gate.REGRESSION]
     assert flagged and all(("against the least-slowed build (factor" if v.with_build
                             else "against the host (host factor") in v.line() for v in flagged)
+
+
+def test_a_class_of_values_slow_on_every_build_is_the_machine(blessed):
+    """Small-message times 4.6x slower on every build at once, nothing else (measured on
+    this VM when its two cores were placed differently): judged against their class's
+    host factor, no value and no build is a regression, and a HOST line names the
+    class. Small-message times are most of each build's values, so one factor for the
+    partition is 4.5: every large-message value divided by it would hide a regression
+    of its own; against their classes' factors they are judged as measured."""
+    base = judged(against(recorded(6), blessed), None, blessed.stats)
+    j = judged(slow_class(against(recorded(6), blessed), 4.6), None, blessed.stats)
+    assert regressions(j, None) <= regressions(base, None)
+    assert not any(b.status == gate.REGRESSION for b in j.builds)
+    h = j.hosts[0]
+    assert h.slow and set(h.slow_classes) == {"small-message times"}
+    assert h.classes["small-message times"] > 4
+    assert h.factor > 4 and h.classes["large-message times"] < 1.1
+    large = [v for v in j.verdicts if v.host_judged and v.size and v.size > 4096]
+    assert large and all(v.host < 1.1 for v in large)
+    assert "small-message times +3" in h.line() and h.line().startswith("HOST local:default")
+    flagged = [v for v in j.verdicts if v.status == gate.REGRESSION]
+    assert all(v.host and v.host > 4 for v in flagged if v.size is not None and v.size <= 4096)
 
 
 def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_whole(
@@ -134,19 +173,25 @@ def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_wh
     assert {b.build: b for b in j.builds}[VICTIM].tolerance == DEFAULT_POLICY.build_floor
 
 
-def test_a_build_in_a_slow_state_of_its_own_hides_no_other_build(blessed):
-    """Intel MPI 40 % slow on its own (the wheel's minutes-long slow states) while
-    PyPI MPICH is 30 % slower: the median of three builds would be Intel MPI's state
-    and PyPI MPICH would pass; against the least-slowed build both are found."""
-    base = judged(against(recorded(6), blessed), None, blessed.stats)
+def test_two_builds_outside_at_once_are_the_machine_not_two_regressions(blessed):
+    """Intel MPI 40 % slow and PyPI MPICH 30 % slow in the same session: two builds of
+    three outside against the least-slowed build at once is what this VM's machine did
+    to its two MPICH builds for an hour (docs/validation.md), so they are judged against
+    the median build, and the HOST line names them: the night exits 4, not 1. A real
+    regression among them is named the next night, when the other build's state has
+    gone (the next test's session)."""
     factors = {"impi-2021.18.1-pypi": 1.4, VICTIM: 1.3}
     j = judged(against(recorded(6), blessed, factors), None, blessed.stats)
     whole = {b.build: b for b in j.builds}
-    assert j.hosts[0].factor == pytest.approx(
-        sorted(base.hosts[0].builds[b] * factors.get(b, 1) for b in whole)[1], rel=1e-6)
-    assert whole[VICTIM].status == gate.REGRESSION, whole[VICTIM].reason()
-    assert whole[VICTIM].factor > 1.2
+    assert not any(b.status == gate.REGRESSION for b in j.builds)
+    assert all(b.together for b in j.builds)
+    assert j.hosts[0].slow and set(j.hosts[0].together) == set(factors)
+    assert "outside together against the least-slowed build" in j.hosts[0].line()
     assert whole["mpich-4.0.2-debian"].status == gate.PASS
+    # the night after, PyPI MPICH alone still slow: found against the least-slowed build
+    j = judged(against(recorded(6), blessed, {VICTIM: 1.3}), None, blessed.stats)
+    victim = {b.build: b for b in j.builds}[VICTIM]
+    assert victim.status == gate.REGRESSION and not victim.together, victim.reason()
 
 
 def test_a_host_faster_than_its_references_flags_no_value_at_its_reference(blessed):

@@ -12,12 +12,14 @@ from collections import defaultdict
 
 import pytest
 import yaml
-from helpers import FIXTURES, judged, recorded_report
+from helpers import FIXTURES, judged, recorded_report, slow_class
 
 from mpimatrix.results import gate
+from mpimatrix.results.host import value_class
 from mpimatrix.results.measurements import load as session_view
 from mpimatrix.results.report import ChangePoint, load, make_report
 from mpimatrix.results.report.compare import choose_baseline
+from mpimatrix.results.report.front import verdict_line
 from mpimatrix.results.report.gate_view import history_change_points
 from mpimatrix.results.report.repetitions import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
@@ -152,15 +154,20 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     assert len(rows) == sum(v.status == gate.REGRESSION for v in night.verdicts) > 0
     assert not watched and "on watch" not in rep.context["verdict"]["text"]
     assert len(rows) >= len(failed) - 2, (len(rows), len(failed))
-    host = night.hosts[0].factor
-    assert host and 0.8 < host < 1.25
-    host = max(host, 1.0)  # the gate never divides by less than 1
+    host = night.hosts[0]
+    assert host.factor and 0.8 < host.factor < 1.25
     assert rep.context["verdict"]["cls"] == "bad"
+    # each value against its class's host factor, never below 1
+    regressed = [v for v in night.verdicts if v.status == gate.REGRESSION]
+    for v in regressed:
+        cls = value_class(v.size, v.higher_is_better)
+        assert v.host == max(host.classes.get(cls, host.factor), 1.0)
+    assert sorted(r["reason"] for r in rows) == sorted(v.why() for v in regressed)
     for r in rows:
         assert r["value"] is not None and r["reference"] and r["change"] is not None
         # one run: the session's one sample decides, against the host
-        assert re.search(rf"^best of 1 sample\(s\) \[\S+\] \S+ against the host \(host factor "
-                         rf"{host:.2f}\): outside the tolerance [+-]30%$", r["reason"]), r["reason"]
+        assert re.search(r"^best of 1 sample\(s\) \[\S+\] \S+ against the host \(host factor "
+                         r"\d\.\d\d\): outside the tolerance [+-]30%$", r["reason"]), r["reason"]
     # a failure of the performance stage is a regression, not also a failed test case
     assert all(f["phase"] != "performance" for f in rep.context["failures"])
     assert f"## Regressions ({len(rows)})" in rep.markdown
@@ -244,6 +251,28 @@ def test_the_detection_floor_of_every_gated_value_is_shown(nightly, refs, nightl
     assert html.escape(rep.context["floor_summary"][1:]) in rep.html
     assert nightly_report.context["floor_values"] == []  # no statistics: nothing gated
     assert "No value is gated yet: nothing has a detection floor" in nightly_report.html
+
+
+def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nightly_report):
+    """Small-message times 4.6x slower on every build at once: "The machine" lists the
+    HOST line naming the class, and no value is a regression it was not without it."""
+    slowed = slow_class(json.loads(json.dumps(nightly[-1])), 4.6)
+    rep = make_report([*nightly[:-1], slowed], references=refs)
+    assert len(rep.context["machine"]) == 1
+    line = rep.context["machine"][0]
+    assert line.startswith("HOST local:default:") and "small-message times +3" in line, line
+    assert "<h3>The machine</h3>" in rep.html and html.escape(line) in rep.html
+    # a night with nothing else wrong is a warning, not a green one
+    assert verdict_line([], [], 42, 0, machine=True)[0] == "warn"
+    assert "(HOST)" in verdict_line([], [], 42, 0, machine=True)[1]
+    assert verdict_line([], [], 42)[0] == "good"
+
+    def named(report) -> set:
+        return {(r["build"], r["benchmark"], r["what"]) for r in report.context["regressions"]}
+
+    before, after = named(nightly_report), named(rep)
+    assert after <= before, after - before
+    assert nightly_report.context["machine"] == []
 
 
 def test_trends_cover_every_session_and_take_change_points(nightly, refs):

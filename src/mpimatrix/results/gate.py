@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import host
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
 from .measurements import Case, Session, ValueKey
 from .reference_set import NO_REFERENCES, ReferenceSet
@@ -63,12 +62,12 @@ def judge(session: Session, confirmations: list[Session] | None = None,
     confirmed = _confirmed(confirmations or [], measured)
     names = {v.environ: v.build for v in measured.values()}
     first_rows = slowdown_table(measured.values(), lambda v: v.samples, policy)
-    first_hosts = hosts(first_rows, names, policy)
+    first_hosts = hosts(first_rows, names, references)
     builds = build_verdicts(first_rows, names, references)
     values = [_first(v, first_hosts[v.partition]) for v in measured.values()]
     # the confirmation: its own host factors and build factors, from what it measured
     again_rows = slowdown_table(values, lambda v: confirmed.get(v.key, ()), policy)
-    conf_hosts = hosts(again_rows, names, policy)
+    conf_hosts = hosts(again_rows, names, references)
     conf_builds = {(b.partition, b.build): b.factor
                    for b in build_verdicts(again_rows, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
@@ -76,8 +75,8 @@ def judge(session: Session, confirmations: list[Session] | None = None,
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build))) for b in builds]
     regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
-                          host.judging(first_hosts[v.partition].least),
-                          host.judging(conf_hosts[v.partition].least))
+                          first_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
+                          conf_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better))
               if (v.partition, v.build) in regressed else v for v in values]
     builds = [replace(b, regressed_values=sum(
         v.status == REGRESSION for v in values if (v.partition, v.build) == (b.partition, b.build)))
@@ -119,15 +118,17 @@ def _confirmed(confirmations: list[Session], measured: dict
 
 
 def _first(v: ValueVerdict, h: Host) -> ValueVerdict:
-    """Against the session's host factor; whether the best sample was outside."""
-    v = replace(v, host=host.judging(h.factor) if v.host_judged else None)
+    """Against the session's host factor of the value's class; whether the best sample
+    was outside."""
+    v = replace(v, host=h.divisor(v.size, v.higher_is_better) if v.host_judged else None)
     return replace(v, first_failed=bool(v.samples) and v.outside(v.first))
 
 
 def _confirmed_verdict(v: ValueVerdict, confirmation: tuple | None, h: Host) -> ValueVerdict:
     """With the confirmation's samples where the first best failed, and its status."""
     if v.first_failed and confirmation is not None:
-        v = replace(v, confirmation=confirmation, confirm_host=host.judging(h.factor))
+        v = replace(v, confirmation=confirmation,
+                    confirm_host=h.divisor(v.size, v.higher_is_better))
     return replace(v, status=_decide(v))
 
 

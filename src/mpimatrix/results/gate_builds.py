@@ -1,7 +1,9 @@
 """The gate above single values: the host of each partition, and each build as a whole.
 
 A build's factor is the median over its gated time and rate values of how much
-slower than its reference each ran (host.py), against the least-slowed build. A median
+slower than its reference each ran, once its class's host factor is taken out (host.py),
+against the least-slowed build (against the median build where most builds would be
+outside at once: the machine moved them together). A median
 over many values has far less noise than any one of them, so a build slowed by 10-25 %
 everywhere is found even where each value's own tolerance lets it pass
 (docs/validation.md). A build is a regression when its
@@ -12,7 +14,7 @@ the confirmation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import host
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -22,30 +24,57 @@ from .statistics import best
 
 @dataclass(frozen=True)
 class Host:
-    """The host factor of one partition in a session."""
+    """The host factor of one partition in a session, and of each class of its values."""
 
     partition: str
     factor: float | None
     builds: dict[str, float]  # each build's median slowdown (not against the host)
     tolerance: float = DEFAULT_POLICY.host_tolerance  # slower than this: a HOST line
     confirm_factor: float | None = None
+    class_tolerance: float = DEFAULT_POLICY.host_class_tolerance  # a class's HOST line
+    classes: dict[str, float] = field(default_factory=dict)  # each class's host factor
+    #: builds most of which were outside at once: judged against the median build
+    together: tuple[str, ...] = ()
+    slowdowns: host.Slowdowns | None = field(default=None, repr=False, compare=False)
+    level: float | None = None  # the level whole builds were judged against
 
     @property
-    def least(self) -> float | None:
-        """The least-slowed build's median slowdown (builds are judged against it), where
-        there is a host factor (host.HostRow.least)."""
-        return min(self.builds.values()) if self.factor is not None else None
+    def slow_classes(self) -> dict[str, float]:
+        return {c: f for c, f in self.classes.items() if f > 1 + self.class_tolerance}
 
     @property
     def slow(self) -> bool:
-        return self.factor is not None and self.factor > 1 + self.tolerance
+        """The machine: every build slow at once, over all values or in a class of
+        them, or most builds outside together."""
+        return ((self.factor is not None and self.factor > 1 + self.tolerance)
+                or bool(self.slow_classes) or bool(self.together))
+
+    def divisor(self, size: int | None, higher_is_better: bool) -> float | None:
+        """The host factor a value is judged against: its class's (never below 1)."""
+        if self.slowdowns is None:
+            return host.judging(self.factor)
+        return host.judging(self.slowdowns.factor_of(host.value_class(size, higher_is_better)))
+
+    def with_build_divisor(self, size: int | None, higher_is_better: bool) -> float | None:
+        """What a value of a build judged as a whole is divided by: what the build whole
+        builds were judged against showed in its class (host.Slowdowns.expected)."""
+        if self.slowdowns is None or self.level is None:
+            return None
+        return self.slowdowns.expected(host.value_class(size, higher_is_better), self.level)
 
     def line(self) -> str:
-        assert self.factor is not None  # a slow host's line (summary.host_lines)
         each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))
-        return (f"HOST {self.partition}: every build {self.factor - 1:+.0%} against its "
-                f"references at once (median slowdown per build: {each}); values were "
-                "judged against the host. The machine, not a build: run again on a quiet "
+        what = []
+        if self.factor is not None and self.factor > 1 + self.tolerance:
+            what.append(f"every build {self.factor - 1:+.0%} against its references at once "
+                        f"(median slowdown per build: {each})")
+        what += [f"{c} {f - 1:+.0%} on every build at once"
+                 for c, f in sorted(self.slow_classes.items())]
+        if self.together:
+            what.append(f"{', '.join(self.together)} outside together against the "
+                        "least-slowed build, judged against the median build")
+        return (f"HOST {self.partition}: {'; '.join(what)}; values were judged against "
+                "the host of their class. The machine, not a build: run again on a quiet "
                 "machine, or bless again if it changed for good")
 
 
@@ -62,6 +91,7 @@ class BuildVerdict:
     confirm_factor: float | None = None
     regressed_values: int = 0
     status: str = ""
+    together: bool = False  # judged against the median build (host.BuildFactors)
 
     @property
     def first_failed(self) -> bool:
@@ -70,7 +100,8 @@ class BuildVerdict:
     def reason(self) -> str:
         conf = (f"; measured again {self.confirm_factor - 1:+.0%}"
                 if self.confirm_factor is not None else "")
-        return (f"{self.factor - 1:+.0%} against the least-slowed build (median over "
+        against = "the median build" if self.together else "the least-slowed build"
+        return (f"{self.factor - 1:+.0%} against {against} (median over "
                 f"its {self.values} gated values{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values named with it")
 
@@ -79,39 +110,50 @@ class BuildVerdict:
 
 
 def slowdown_table(values, samples_of, policy: GatePolicy = DEFAULT_POLICY
-                   ) -> dict[str, host.HostRow]:
-    """{partition: host.HostRow} of the slowdowns of the values' best samples against
-    their references (gated times and rates); every partition of the values has a row."""
-    slow: dict[str, dict[str, list[float]]] = {}
+                   ) -> dict[str, host.Slowdowns]:
+    """{partition: host.Slowdowns} of the values' best samples against their references
+    (gated times and rates); every partition of the values has one."""
+    slow: dict[str, dict[str, dict[str, list[float]]]] = {}
     for v in values:
         xs = samples_of(v)
-        by_env = slow.setdefault(v.partition, {})
+        by_class = slow.setdefault(v.partition, {})
         if v.host_judged and xs and v.reference > 0 and best(xs, v.higher_is_better) > 0:
-            by_env.setdefault(v.environ, []).append(
-                host.slowdown(best(xs, v.higher_is_better), v.reference, v.higher_is_better))
-    return host.table(slow, policy)
+            by_class.setdefault(host.value_class(v.size, v.higher_is_better), {}).setdefault(
+                v.environ, []).append(host.slowdown(best(xs, v.higher_is_better),
+                                                    v.reference, v.higher_is_better))
+    return {part: host.Slowdowns(by_class, policy) for part, by_class in slow.items()}
 
 
-def hosts(rows: dict[str, host.HostRow], names: dict[str, str],
-          policy: GatePolicy = DEFAULT_POLICY) -> dict[str, Host]:
+def judged_builds(rows: dict[str, host.Slowdowns], references: ReferenceSet
+                  ) -> dict[str, host.BuildFactors]:
+    """Each partition's build factors at the blessed build tolerances."""
+    def judged(part: str, row: host.Slowdowns) -> host.BuildFactors:
+        return row.build_factors(lambda env: references.build_tolerance(part, env))
+    return {part: judged(part, row) for part, row in rows.items()}
+
+
+def hosts(rows: dict[str, host.Slowdowns], names: dict[str, str],
+          references: ReferenceSet) -> dict[str, Host]:
     """The host of each partition; names: each environ's build name."""
-    return {part: Host(part, row.factor, {names[e]: m for e, m in row.medians.items()},
-                       policy.host_tolerance)
+    builds = judged_builds(rows, references)
+    return {part: Host(part, row.whole.factor,
+                       {names[e]: m for e, m in row.whole.medians.items()},
+                       references.policy.host_tolerance,
+                       class_tolerance=references.policy.host_class_tolerance,
+                       classes=row.classes,
+                       together=tuple(names[e] for e in builds[part].together),
+                       slowdowns=row, level=builds[part].level)
             for part, row in rows.items()}
 
 
-def build_verdicts(rows: dict[str, host.HostRow], names: dict[str, str],
+def build_verdicts(rows: dict[str, host.Slowdowns], names: dict[str, str],
                    references: ReferenceSet) -> list[BuildVerdict]:
-    """Each build's factor against its partition's least-slowed build (builds of
-    partitions with a host factor and with policy.min_build_values values)."""
+    """Each build's factor (host.Slowdowns.build_factors) for the builds of partitions
+    with a host factor and with policy.min_build_values values."""
     out = []
-    for part, row in rows.items():
-        least = host.judging(row.least)
-        if least is None:
-            continue
-        for env, xs in row.slowdowns.items():
-            if (factor := row.build_factor(env, least)) is not None:
-                out.append(BuildVerdict(part, names[env], env, len(xs), factor,
-                                        references.build_tolerance(part, env)))
+    for part, judged in judged_builds(rows, references).items():
+        for env, factor in judged.factors.items():
+            out.append(BuildVerdict(part, names[env], env, len(rows[part].builds.slowdowns[env]),
+                                    factor, references.build_tolerance(part, env),
+                                    together=bool(judged.together)))
     return out
-

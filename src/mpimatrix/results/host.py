@@ -3,16 +3,23 @@
 A shared machine, or a cluster after a kernel, firmware or fabric change, moves every
 build together; a regression moves one. The host factor of a session and partition is
 the median over its builds (three or more) of each build's median slowdown against its
-references or usual values, so one build's regression does not move it. The gate,
-bless and the history judge values against it; the gate never divides by less than 1
-(that means references blessed on a slow machine). Builds as a whole are judged against
-the least-slowed build, which no build's slow state of its own can raise; with fewer
-than three builds values are judged as measured. Measurements: docs/validation.md.
+references or usual values, so one build's regression does not move it. A machine moves
+classes of values, not all of them: on this VM a change of core placement made 8 B
+latencies 4.6x slower on every build while bandwidths moved 30 %. So the gate and bless
+take a host factor per class of values too (value_class: times or rates, small or large
+messages), and judge each value against its class's. The gate never divides by less than
+1 (that means references blessed on a slow machine). Builds as a whole are judged on
+what is left of their values once each class's host factor is taken out, against the
+least-slowed build, which no build's slow state of its own can raise; but where most
+builds would be outside at once, the machine moved them together and they are judged
+against the median build (Slowdowns.build_factors). With fewer than three builds values
+are judged as measured. Measurements: docs/validation.md.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -24,13 +31,19 @@ def slowdown(value: float, usual: float, higher_is_better: bool) -> float:
     return usual / value if higher_is_better else value / usual
 
 
-def against_usual(by_session: dict[str, float], higher_is_better: bool) -> dict[str, float]:
+def against_usual(by_session: dict[str, float], higher_is_better: bool,
+                  leave_one_out: bool = False) -> dict[str, float]:
     """Each session's slowdown against the value's usual (its median over the
-    sessions); {} when a value is not positive (no time or rate to compare)."""
-    usual = statistics.median(by_session.values())
-    if usual <= 0 or min(by_session.values()) <= 0:
+    sessions; with leave_one_out, over the other sessions, as a later session is judged
+    against references it was not part of); {} when a value is not positive (no time or
+    rate to compare)."""
+    if min(by_session.values()) <= 0 or statistics.median(by_session.values()) <= 0:
         return {}
-    return {s: slowdown(x, usual, higher_is_better) for s, x in by_session.items()}
+    if not leave_one_out or len(by_session) < 3:
+        usual = statistics.median(by_session.values())
+        return {s: slowdown(x, usual, higher_is_better) for s, x in by_session.items()}
+    return {s: slowdown(x, statistics.median(y for t, y in by_session.items() if t != s),
+                        higher_is_better) for s, x in by_session.items()}
 
 
 @dataclass(frozen=True)
@@ -70,6 +83,105 @@ class HostRow:
         if len(xs) < self.policy.min_build_values:
             return None
         return statistics.median(xs) / against
+
+
+#: Messages up to this size are latency-bound (eager protocols on shared memory and
+#: networks); above it, bandwidth-bound. The two move apart when a machine changes.
+SMALL_MESSAGE = 4096
+
+
+def value_class(size: int | None, higher_is_better: bool) -> str:
+    """The class of values a host factor is taken over: "small-message times" (a value
+    with no size counts as small: a barrier, an atomic), "large-message rates", ..."""
+    band = "small" if size is None or size <= SMALL_MESSAGE else "large"
+    return f"{band}-message {'rates' if higher_is_better else 'times'}"
+
+
+@dataclass(frozen=True)
+class BuildFactors:
+    """Each build's factor as a whole and what it was judged against."""
+
+    factors: dict[str, float]  # {environ: median slowdown over the level}
+    level: float | None  # the least-slowed build's (or the median build's) slowdown
+    together: tuple[str, ...] = ()  # builds the machine moved at once (against the median)
+
+
+@dataclass(frozen=True)
+class Slowdowns:
+    """One session and partition: the slowdown of each gated time and rate value, by
+    class of values and build, and what they give: the host factor of each class and of
+    the partition, and each build's own factor."""
+
+    by_class: dict[str, dict[str, list[float]]]  # {class: {environ: [slowdowns]}}
+    policy: GatePolicy = DEFAULT_POLICY
+
+    @cached_property
+    def whole(self) -> HostRow:
+        """Every value of a build pooled: the partition's host factor."""
+        pooled: dict[str, list[float]] = {}
+        for by_env in self.by_class.values():
+            for env, xs in by_env.items():
+                pooled.setdefault(env, []).extend(xs)
+        return HostRow(pooled, self.policy)
+
+    @cached_property
+    def classes(self) -> dict[str, float]:
+        """The host factor of each class measured on policy.min_builds builds or more."""
+        return {c: f for c, by_env in sorted(self.by_class.items())
+                if (f := HostRow(by_env, self.policy).factor) is not None}
+
+    def factor_of(self, cls: str) -> float | None:
+        """The host factor a value of the class is judged against: its class's, else the
+        partition's (None with fewer than policy.min_builds builds)."""
+        return self.classes.get(cls, self.whole.factor)
+
+    @cached_property
+    def builds(self) -> HostRow:
+        """What is left of each value's slowdown once its class's host factor is taken
+        out: a build's own."""
+        own: dict[str, list[float]] = {}
+        for cls, by_env in self.by_class.items():
+            f = self.factor_of(cls) or 1.0
+            for env, xs in by_env.items():
+                own.setdefault(env, []).extend(x / f for x in xs)
+        return HostRow(own, self.policy)
+
+    def build_factors(self, tolerance: Callable[[str], float]) -> BuildFactors:
+        """Each build's factor against the least-slowed build; where more than half the
+        builds would be outside their tolerance against it, against the median build:
+        the machine moved them together (two of three builds sharing a shared-memory
+        path moved 15-25 % together for an hour on this VM, nothing changed in them)."""
+        row = self.builds
+        if row.least is None:
+            return BuildFactors({}, None)
+        factors = self._against(row.least)
+        outside = tuple(sorted(e for e, f in factors.items() if f > 1 + tolerance(e)))
+        if 2 * len(outside) <= len(factors):
+            return BuildFactors(factors, row.least)
+        mid = statistics.median(row.medians.values())
+        return BuildFactors(self._against(mid), mid, outside)
+
+    def expected(self, cls: str, level: float) -> float:
+        """The slowdown a build at `level` (its median over its classes' host factors)
+        shows in a class: the class's host factor times the level, the level never below
+        the references' own (1 over the median class factor: a least-slowed build faster
+        than its references holds no other build to that), and never below 1 (a value at
+        its reference is no regression). With one class: the least-slowed build's median
+        slowdown, never below 1."""
+        usual = statistics.median(self.classes.values()) if self.classes else self.whole.factor
+        floor = 1 / usual if usual else 0.0
+        return judging((self.factor_of(cls) or 1.0) * max(level, floor)) or 1.0
+
+    def _against(self, level: float) -> dict[str, float]:
+        """Each build's median slowdown over what a build at `level` shows in each
+        value's class (expected)."""
+        over: dict[str, list[float]] = {}
+        for cls, by_env in self.by_class.items():
+            expected = self.expected(cls, level)
+            for env, xs in by_env.items():
+                over.setdefault(env, []).extend(x / expected for x in xs)
+        return {e: statistics.median(xs) for e, xs in over.items()
+                if len(xs) >= self.policy.min_build_values}
 
 
 def table(slowdowns: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:

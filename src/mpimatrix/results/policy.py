@@ -52,6 +52,10 @@ class GatePolicy:
     min_build_values: int = 5
     #: Every build this much slower than its references at once: a HOST line.
     host_tolerance: float = 0.1
+    #: A class of values (host.value_class) this much slower on every build at once: a
+    #: HOST line naming the class. Wider than host_tolerance: a class holds fewer values
+    #: (the small-message times of this VM's quiet sessions moved up to 12 % at once).
+    host_class_tolerance: float = 0.25
     #: The smallest tolerance of the verdict on a whole build (and its tolerance when the
     #: statistics file has none): above the slow states a build left alone holds through
     #: a session and its confirmation, below what a build slowed by 25 % reads.

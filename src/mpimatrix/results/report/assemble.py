@@ -85,8 +85,8 @@ def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dic
     gate = ("the regression gate: a value outside its tolerance is a regression when the "
             "best of its samples (the session's runs"
             f"{f' and {confirmations} confirmation session(s)' if confirmations else ''}), "
-            "each against its session's host factor where three or more builds ran, is "
-            "still outside")
+            "each against its session's host factor of its class of values where three "
+            "or more builds ran, is still outside")
     rows = front.verdict_rows(judged)
     regs = [r for r in rows if r["status"] == Status.REGRESSION]
     fails = front.failures(cur)
@@ -98,12 +98,15 @@ def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dic
          "n": None, "reason": r["reason"]}
         for r in rows if r["status"] == Status.NOT_GATED
         and (r["partition"], r["environ"], r["ref_key"], r["var"]) not in listed]
+    machine = [h.line() for h in judged.hosts if h.slow]
     cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}),
-                                       sum(r["status"] == Status.WATCH for r in rows))
+                                       sum(r["status"] == Status.WATCH for r in rows),
+                                       bool(machine))
     return {
         "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
         "noise": [r for r in rows if r["status"] == Status.NOISE],
         "watch": [r for r in rows if r["status"] == Status.WATCH],
+        "machine": machine,
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,
