@@ -5,11 +5,13 @@ noise on a shared node only adds time, so the best of 3 interleaved passes moved
 between sessions here against 17.8 % for one pass (docs/noise.md). Bless does the same.
 
 Where a partition ran three or more builds, each value is judged against the host
-(host.py): divided by the session's host factor, so that a host running 20 %
-slow for an hour moves no verdict, while one build's slowdown stays its own. A
-slow host is reported on its own line (the machine, not a build), and each build
-as a whole gets a verdict too (gate_builds.py), against the least-slowed build, as
-are the values of a build that regressed as a whole.
+(host.py): divided by the session's host factor of its class of values (small- or
+large-message times or rates), so that a host running 20 % slow for an hour, or
+running its small messages 4.6x slower, moves no verdict, while one build's slowdown
+stays its own. A slow host is reported on its own line (the machine, not a build), and
+each build as a whole gets a verdict too (gate_builds.py), against the least-slowed
+build (the median build where most builds were outside together), as are the values of
+a build that regressed as a whole.
 
 ReFrame checks each sample against its reference as it runs. When a session's best is
 outside its tolerance, `mpimatrix run` measures the test case again on every build (a
@@ -148,15 +150,16 @@ def _build_decided(b: BuildVerdict, confirm_factor: float | None) -> BuildVerdic
     return replace(b, confirm_factor=confirm_factor, status=status)
 
 
-def _with_build(v: ValueVerdict, confirmation: tuple, least: float | None,
-                confirm_least: float | None) -> ValueVerdict:
-    """A value of a build that regressed as a whole: a regression when, divided by the
-    least-slowed build's factor as the build was (never below 1), the geometric mean
-    of its session best and its confirmation best is outside its with-build tolerance."""
+def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
+                confirm_divisor: float | None) -> ValueVerdict:
+    """A value of a build that regressed as a whole: a regression when, divided by what
+    the build it was judged against showed in the value's class (Host.with_build_divisor,
+    in the session and in the confirmation), the geometric mean of its session best and
+    its confirmation best is outside its with-build tolerance."""
     if v.status not in (PASS, NOISE) or not v.host_judged:
         return v
-    trial = replace(v, host=least, confirmation=confirmation, with_build=True,
-                    confirm_host=confirm_least if confirmation else None)
+    trial = replace(v, host=divisor, confirmation=confirmation, with_build=True,
+                    confirm_host=confirm_divisor if confirmation else None)
     if trial.outside(trial.value, trial.with_build_share):
         return replace(trial, status=REGRESSION)
     return v

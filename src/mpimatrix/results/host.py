@@ -5,10 +5,11 @@ build together; a regression moves one. The host factor of a session and partiti
 the median over its builds (three or more) of each build's median slowdown against its
 references or usual values, so one build's regression does not move it. A machine moves
 classes of values, not all of them: on this VM a change of core placement made 8 B
-latencies 4.6x slower on every build while bandwidths moved 30 %. So the gate and bless
-take a host factor per class of values too (value_class: times or rates, small or large
-messages), and judge each value against its class's. The gate never divides by less than
-1 (that means references blessed on a slow machine). Builds as a whole are judged on
+latencies 4.6x slower on every build while bandwidths moved 30 %. So the gate takes a
+host factor per class of values too (value_class: times or rates, small or large
+messages) and judges each value against its class's (bless divides by the partition's:
+samples.py). The gate never divides by less than 1 (that means references blessed on a
+slow machine). Builds as a whole are judged on
 what is left of their values once each class's host factor is taken out, against the
 least-slowed build, which no build's slow state of its own can raise; but where most
 builds would be outside at once, the machine moved them together and they are judged
