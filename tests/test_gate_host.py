@@ -189,6 +189,7 @@ def test_two_builds_outside_at_once_are_the_machine_not_two_regressions(blessed)
     assert "outside together against the least-slowed build" in j.hosts[0].line()
     assert whole["mpich-4.0.2-debian"].status == gate.PASS
     # the night after, PyPI MPICH alone still slow: found against the least-slowed build
+    # the night after, PyPI MPICH alone still slow: found against the least-slowed build
     j = judged(against(recorded(6), blessed, {VICTIM: 1.3}), None, blessed.stats)
     victim = {b.build: b for b in j.builds}[VICTIM]
     assert victim.status == gate.REGRESSION and not victim.together, victim.reason()
@@ -268,6 +269,21 @@ def test_values_that_moved_with_a_regressed_build_are_named_with_it(blessed_wide
         assert f"with the whole build, {v.tolerance:+.0%} alone)" in v.line(), v.line()
         assert " against the least-slowed build (factor " in v.line(), v.line()
     assert v.with_build_share * DEFAULT_FLOOR >= DEFAULT_POLICY.with_build_floor
+
+
+def test_a_build_far_beyond_the_one_that_moved_with_it_is_named_against_the_median(
+        blessed_wide):
+    """Intel MPI 40 % slow and PyPI MPICH 75 %: both outside against the least-slowed
+    build, so both are judged against the median build (Intel MPI's state), where PyPI
+    MPICH is still 25 % slower: a regression, and its values named with it say so."""
+    wide = blessed_wide
+    factors = {"impi-2021.18.1-pypi": 1.4, VICTIM: 1.4 * 1.25}
+    j = judged(against(recorded(6), wide, factors), [confirmation(wide, factors)], wide.stats)
+    victim = {b.build: b for b in j.builds}[VICTIM]
+    assert victim.status == gate.REGRESSION and victim.together, victim.reason()
+    assert "against the median build" in victim.line()
+    named = [v for v in j.verdicts if v.build == VICTIM and v.with_build]
+    assert named and all("against the median build (factor" in v.line() for v in named)
 
 
 def test_a_build_whose_slowdown_the_confirmation_does_not_repeat_names_no_value(blessed_wide):

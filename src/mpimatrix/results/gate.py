@@ -75,10 +75,11 @@ def judge(session: Session, confirmations: list[Session] | None = None,
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build))) for b in builds]
-    regressed = {(b.partition, b.build) for b in builds if b.status == REGRESSION}
+    regressed = {(b.partition, b.build): b for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
                           first_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
-                          conf_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better))
+                          conf_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
+                          regressed[v.partition, v.build].together)
               if (v.partition, v.build) in regressed else v for v in values]
     builds = [replace(b, regressed_values=sum(
         v.status == REGRESSION for v in values if (v.partition, v.build) == (b.partition, b.build)))
@@ -151,7 +152,7 @@ def _build_decided(b: BuildVerdict, confirm_factor: float | None) -> BuildVerdic
 
 
 def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
-                confirm_divisor: float | None) -> ValueVerdict:
+                confirm_divisor: float | None, median_build: bool = False) -> ValueVerdict:
     """A value of a build that regressed as a whole: a regression when, divided by what
     the build it was judged against showed in the value's class (Host.with_build_divisor,
     in the session and in the confirmation), the geometric mean of its session best and
@@ -159,6 +160,7 @@ def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
     if v.status not in (PASS, NOISE) or not v.host_judged:
         return v
     trial = replace(v, host=divisor, confirmation=confirmation, with_build=True,
+                    with_median_build=median_build,
                     confirm_host=confirm_divisor if confirmation else None)
     if trial.outside(trial.value, trial.with_build_share):
         return replace(trial, status=REGRESSION)

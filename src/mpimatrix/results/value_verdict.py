@@ -46,6 +46,8 @@ class ValueVerdict:
     confirm_host: float | None = None  # the confirmation's host factor
     first_failed: bool = False  # the best of the session's own samples was outside
     with_build: bool = False  # a regression at the with-build tolerance
+    #: named with a build judged against the median build (most builds were outside)
+    with_median_build: bool = False
     key: ValueKey | None = None
     ref_key: str = ""  # the test case's reference key, "MPI1:PingPong@intranode"
     status: Status = PASS
@@ -154,9 +156,11 @@ class ValueVerdict:
     @property
     def judged_against(self) -> str:
         """What the value was divided by, for its line: the host factor, or for a value
-        named with its build the least-slowed build's factor."""
-        return ("against the least-slowed build (factor" if self.with_build
-                else "against the host (host factor")
+        named with its build what the build it was judged against showed."""
+        if not self.with_build:
+            return "against the host (host factor"
+        return ("against the median build (factor" if self.with_median_build
+                else "against the least-slowed build (factor")
 
     def outside(self, value: float, share: float = 1.0) -> bool:
         """Beyond the tolerance (or the given share of it)."""
