@@ -146,14 +146,15 @@ def judged(session, confirmations=None, stats=None, policy=None):
 
 
 def slow_class(session: dict, factor: float) -> dict:
-    """Every time of 4 KiB or less (and of no size) `factor` times longer."""
+    """Every small-message time (host.value_class: 4 KiB or less, or no size) `factor`
+    times longer."""
+    from mpimatrix.results.host import value_class
+    from mpimatrix.results.values import perf_values
     for run in session["runs"]:
         for tc in run["testcases"]:
-            for full, pv in (tc.get("perfvalues") or {}).items():
-                var = full.rsplit(":", 1)[-1]
-                size = var.rsplit("_", 1)[-1] if "_" in var else ""
-                small = not size[:1].isdigit() or (size.endswith("B") and not size.endswith(
-                    ("KiB", "MiB"))) or (size.endswith("KiB") and int(size[:-3]) <= 4)
-                if pv[0] is not None and pv[4] not in ("MB/s", "%") and small:
-                    pv[0] = pv[0] * factor
+            for pv, raw in zip(perf_values(tc), (tc.get("perfvalues") or {}).values(),
+                               strict=True):
+                if (raw[0] is not None and not pv.is_share
+                        and value_class(pv.size, pv.higher_is_better) == "small-message times"):
+                    raw[0] = raw[0] * factor
     return session

@@ -65,13 +65,13 @@ def judge(session: Session, confirmations: list[Session] | None = None,
     names = {v.environ: v.build for v in measured.values()}
     first_rows = slowdown_table(measured.values(), lambda v: v.samples, policy)
     first_hosts = hosts(first_rows, names, references)
-    builds = build_verdicts(first_rows, names, references)
+    builds = build_verdicts(first_hosts, names, references)
     values = [_first(v, first_hosts[v.partition]) for v in measured.values()]
     # the confirmation: its own host factors and build factors, from what it measured
     again_rows = slowdown_table(values, lambda v: confirmed.get(v.key, ()), policy)
     conf_hosts = hosts(again_rows, names, references)
     conf_builds = {(b.partition, b.build): b.factor
-                   for b in build_verdicts(again_rows, names, references)}
+                   for b in build_verdicts(conf_hosts, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build))) for b in builds]

@@ -15,6 +15,7 @@ the confirmation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 
 from . import host
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -29,14 +30,18 @@ class Host:
     partition: str
     factor: float | None
     builds: dict[str, float]  # each build's median slowdown (not against the host)
+    slowdowns: host.Slowdowns = field(repr=False, compare=False)
+    judged: host.BuildFactors  # each build's factor as a whole, and against what
     tolerance: float = DEFAULT_POLICY.host_tolerance  # slower than this: a HOST line
     confirm_factor: float | None = None
     class_tolerance: float = DEFAULT_POLICY.host_class_tolerance  # a class's HOST line
-    classes: dict[str, float] = field(default_factory=dict)  # each class's host factor
     #: builds most of which were outside at once: judged against the median build
     together: tuple[str, ...] = ()
-    slowdowns: host.Slowdowns | None = field(default=None, repr=False, compare=False)
-    level: float | None = None  # the level whole builds were judged against
+
+    @property
+    def classes(self) -> dict[str, float]:
+        """Each class's host factor."""
+        return self.slowdowns.classes
 
     @property
     def slow_classes(self) -> dict[str, float]:
@@ -51,16 +56,15 @@ class Host:
 
     def divisor(self, size: int | None, higher_is_better: bool) -> float | None:
         """The host factor a value is judged against: its class's (never below 1)."""
-        if self.slowdowns is None:
-            return host.judging(self.factor)
         return host.judging(self.slowdowns.factor_of(host.value_class(size, higher_is_better)))
 
     def with_build_divisor(self, size: int | None, higher_is_better: bool) -> float | None:
         """What a value of a build judged as a whole is divided by: what the build whole
         builds were judged against showed in its class (host.Slowdowns.expected)."""
-        if self.slowdowns is None or self.level is None:
+        if self.judged.level is None:
             return None
-        return self.slowdowns.expected(host.value_class(size, higher_is_better), self.level)
+        return self.slowdowns.expected(host.value_class(size, higher_is_better),
+                                       self.judged.level)
 
     def line(self) -> str:
         each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))
@@ -124,36 +128,26 @@ def slowdown_table(values, samples_of, policy: GatePolicy = DEFAULT_POLICY
     return {part: host.Slowdowns(by_class, policy) for part, by_class in slow.items()}
 
 
-def judged_builds(rows: dict[str, host.Slowdowns], references: ReferenceSet
-                  ) -> dict[str, host.BuildFactors]:
-    """Each partition's build factors at the blessed build tolerances."""
-    def judged(part: str, row: host.Slowdowns) -> host.BuildFactors:
-        return row.build_factors(lambda env: references.build_tolerance(part, env))
-    return {part: judged(part, row) for part, row in rows.items()}
-
-
 def hosts(rows: dict[str, host.Slowdowns], names: dict[str, str],
           references: ReferenceSet) -> dict[str, Host]:
-    """The host of each partition; names: each environ's build name."""
-    builds = judged_builds(rows, references)
-    return {part: Host(part, row.whole.factor,
-                       {names[e]: m for e, m in row.whole.medians.items()},
-                       references.policy.host_tolerance,
-                       class_tolerance=references.policy.host_class_tolerance,
-                       classes=row.classes,
-                       together=tuple(names[e] for e in builds[part].together),
-                       slowdowns=row, level=builds[part].level)
-            for part, row in rows.items()}
-
-
-def build_verdicts(rows: dict[str, host.Slowdowns], names: dict[str, str],
-                   references: ReferenceSet) -> list[BuildVerdict]:
-    """Each build's factor (host.Slowdowns.build_factors) for the builds of partitions
-    with a host factor and with policy.min_build_values values."""
-    out = []
-    for part, judged in judged_builds(rows, references).items():
-        for env, factor in judged.factors.items():
-            out.append(BuildVerdict(part, names[env], env, len(rows[part].builds.slowdowns[env]),
-                                    factor, references.build_tolerance(part, env),
-                                    together=bool(judged.together)))
+    """The host of each partition, with its builds judged as a whole at the blessed build
+    tolerances; names: each environ's build name."""
+    out = {}
+    for part, row in rows.items():
+        judged = row.build_factors(partial(references.build_tolerance, part))
+        out[part] = Host(part, row.whole.factor,
+                         {names[e]: m for e, m in row.whole.medians.items()}, row, judged,
+                         references.policy.host_tolerance,
+                         class_tolerance=references.policy.host_class_tolerance,
+                         together=tuple(names[e] for e in judged.together))
     return out
+
+
+def build_verdicts(hosts_: dict[str, Host], names: dict[str, str],
+                   references: ReferenceSet) -> list[BuildVerdict]:
+    """Each build's factor (host.Slowdowns.build_factors, as its Host judged it) for the
+    builds of partitions with a host factor and with policy.min_build_values values."""
+    return [BuildVerdict(part, names[env], env, len(h.slowdowns.builds.slowdowns[env]),
+                         factor, references.build_tolerance(part, env),
+                         together=bool(h.judged.together))
+            for part, h in hosts_.items() for env, factor in h.judged.factors.items()]
