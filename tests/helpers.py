@@ -158,3 +158,20 @@ def slow_class(session: dict, factor: float) -> dict:
                         and value_class(pv.size, pv.higher_is_better) == "small-message times"):
                     raw[0] = raw[0] * factor
     return session
+
+
+def slowed(session: dict, build: str, level: float) -> dict:
+    """A copy of the session with every timed interval of `build` `level` longer, as the
+    clock injector makes it (times x (1 + level), rates / (1 + level), shares untouched),
+    its test cases marked injected as `mpimatrix run` marks them."""
+    import copy
+    out = copy.deepcopy(session)
+    for run in out["runs"]:
+        for tc in run["testcases"]:
+            if tc.get("build_name") != build:
+                continue
+            tc["injected"] = f"clock={level}"
+            for pv in (tc.get("perfvalues") or {}).values():
+                if pv[0] is not None and pv[4] != "%":
+                    pv[0] = pv[0] / (1 + level) if pv[4] == "MB/s" else pv[0] * (1 + level)
+    return out

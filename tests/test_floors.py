@@ -100,7 +100,7 @@ def test_the_catch_probability_is_the_floors_inverse(kind):
 
 
 def test_the_replay_compares_the_model_with_what_was_caught():
-    from mpimatrix.validation.replay import model_check
+    from mpimatrix.validation.tally import model_check
 
     values = [(0.1, False)] * 9 + [(0.1, True)] + [(0.9, True)] * 9 + [(0.9, False)]
     line = model_check(values, [(0.97, True), (0.97, True)])

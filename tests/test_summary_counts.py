@@ -49,3 +49,21 @@ def test_a_recorded_session_adds_up_to_reframes_count():
     total = session["session_info"]["num_cases"]  # what ReFrame said: Ran 52/52
     assert line.startswith(f"47 test case(s) (+5 fixture(s) ReFrame counts as test cases "
                            f"too: 5 probe build(s); {total} in all)"), line
+
+
+def test_a_skipped_case_is_no_failure_of_the_night_and_an_unexpected_pass_is():
+    """`mpimatrix run` exits 1 for a test case that failed other than by its references,
+    and, as ReFrame counts it, for a known fault that passed (xpass); a test case ReFrame
+    skipped (no build to run it on) is no failure."""
+    from mpimatrix.run.session import sanity_failures
+
+    def failures(*results: str) -> list[str]:
+        session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
+            _case(f"Check{i}", r) for i, r in enumerate(results)]}]}
+        return [c.name for c in sanity_failures(load(session))]
+
+    assert failures("pass", "skip", "xfail") == []
+    assert failures("pass", "xpass", "fail", "skip") == ["Check1", "Check2"]
+    perf = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
+        {**_case("Slow"), "result": "fail", "fail_phase": "performance"}]}]}
+    assert sanity_failures(load(perf)) == []

@@ -18,9 +18,10 @@ first time is on watch, each session judged against the stored ones before it) a
 without it; the false-alarm rate over all gated values of the unchanged sessions
 and of the builds left alone in injected sessions; the detection rate per
 level over the injected build's gated time and rate values (latency and times
-up, bandwidth down; percentages are left alone by the injector); the same two
-for the verdicts on whole builds; the sessions with a HOST line; the share of
-values gated; the run time. Every figure with its counts.
+up, bandwidth down; percentages are left alone by the injector) and on whole builds
+as a detection curve next to what the floor model predicted (validation/tally.py);
+the sessions with a HOST line; the share of values gated; the run time. Every rate
+with its counts and its 95 % interval.
 
     mpimatrix validate gate                    # B=5, K=10, 3 passes
     mpimatrix validate gate --levels 0.25 --sessions 20 --inject-every 2
@@ -38,17 +39,16 @@ import re
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
-from ..results import watch
-from ..results.gate import NO_REFERENCE, NOT_GATED, REGRESSION, WATCH
+from ..results import floors, watch
 from ..results.measurements import load
 from ..results.night import judge_night
 from ..results.policy import DEFAULT_POLICY
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
 from .command import MPIMATRIX
+from .tally import Tally
 
 
 def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[dict, list]:
@@ -176,16 +176,11 @@ def main(argv=None, prog: str | None = None) -> int:
                         if not ln.startswith("mpimatrix bless: left out")), flush=True)
     builds = builds_of(bless_reports[0])
     stored = stored[args.bless:]
-    unchanged: Counter = Counter()
-    detected: dict[float, Counter] = {lv: Counter() for lv in levels}
-    gated_share: Counter = Counter()
-    whole: Counter = Counter()  # verdicts on whole builds: false alarms and detections
-    hosts = 0
-    nights: Counter = Counter()  # unchanged sessions that ended red; injected ones caught
-    log = []
+    references = ReferenceSet.of_store(results)
+    tally = Tally({(f.partition, f.environ): f.spread
+                   for f in floors.build_floors(references.stats)})
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports]
-    references = ReferenceSet.of_store(results)
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
@@ -202,85 +197,18 @@ def main(argv=None, prog: str | None = None) -> int:
         session = references.applied(report)
         confirmed = [load(c) for c in confs]
         night = judge_night(session, confirmed, references, reversed(history))
-        judged, alone = night.judgement, night.alone
         history.append((session, confirmed))
-        hosts += any(h.slow for h in judged.hosts)
-        if injected:  # the session named the injected build as a whole
-            nights[f"+{level:.0%}", "n"] += 1
-            nights[f"+{level:.0%}", "caught"] += any(
-                b.build == build and b.status == REGRESSION for b in judged.builds)
-        else:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
-            nights["unchanged", "n"] += 1
-            nights["unchanged", "red"] += bool(judged.regressions)
-            nights["unchanged", "red without the watch rule"] += bool(alone.regressions)
-            nights["unchanged", "with a value on watch"] += bool(judged.watched)
-            log += [f"red night, session {n_run} ({what}): {ln}" for ln in judged.regressions]
-        for b in judged.builds:
-            kind = f"+{level:.0%}" if injected and b.build == build else "unchanged"
-            whole[kind, "n"] += 1
-            whole[kind, "flagged"] += b.status == REGRESSION
-            if b.status == REGRESSION and kind == "unchanged":
-                log.append(f"false alarm, session {n_run} ({what}): {b.line()}")
-        for v, v_alone in zip(judged.verdicts, alone.verdicts, strict=True):
-            if v.status in (NOT_GATED, NO_REFERENCE):
-                gated_share["not gated"] += 1
-                continue
-            gated_share["gated"] += 1
-            flagged = v.status == REGRESSION
-            if injected and v.build == build:
-                if not v.is_share:
-                    detected[level]["values"] += 1
-                    detected[level]["flagged"] += flagged
-                    detected[level]["flagged without the watch rule"] += (
-                        v_alone.status == REGRESSION)
-            else:
-                unchanged["values"] += 1
-                unchanged["flagged"] += flagged
-                unchanged["flagged without the watch rule"] += v_alone.status == REGRESSION
-                unchanged["on watch"] += v.status == WATCH
-                if v_alone.status == REGRESSION:
-                    log.append(f"outside alone, session {n_run} ({what}): {v.line()}")
+        tally.add(night, (build, level) if injected else None, f"session {n_run}, {what}")
         print(f"# session {n_run} {what}: {time.time() - t0:.0f} s", flush=True)
-    fa = unchanged["flagged"] / max(unchanged["values"], 1)
-    print("\n".join(log))
-    n, red = nights["unchanged", "n"], nights["unchanged", "red"]
-    print(f"unchanged nights red: {red} of {n} ({red / max(n, 1):.0%}; goal at most 1 in 20)")
-    for what in ("red without the watch rule", "with a value on watch"):
-        k = nights["unchanged", what]
-        print(f"unchanged nights {what}: {k} of {n} ({k / max(n, 1):.0%})")
-    for lv in levels:
-        n, caught = nights[f"+{lv:.0%}", "n"], nights[f"+{lv:.0%}", "caught"]
-        print(f"injected sessions at +{lv:.0%} that named the build as a whole: {caught} of "
-              f"{n} ({caught / max(n, 1):.0%})")
-    n_injected = sum(nights[f"+{lv:.0%}", "n"] for lv in levels)
-    print(f"false alarms: {unchanged['flagged']} of {unchanged['values']} gated values "
-          f"({fa:.2%}) in {nights['unchanged', 'n']} unchanged sessions and the untouched "
-          f"builds of {n_injected} injected ones")
-    k = unchanged["flagged without the watch rule"]
-    print(f"  without the watch rule: {k} ({k / max(unchanged['values'], 1):.2%}); on watch: "
-          f"{unchanged['on watch']}")
-    for lv in levels:
-        d = detected[lv]
-        k = d["flagged without the watch rule"]
-        print(f"detection at +{lv:.0%}: {d['flagged']} of {d['values']} gated values of the "
-              f"injected build ({d['flagged'] / max(d['values'], 1):.1%}; without the watch "
-              f"rule {k}, {k / max(d['values'], 1):.1%})")
-    share = gated_share["gated"] / max(sum(gated_share.values()), 1)
-    print(f"values gated: {share:.1%} ({gated_share['gated']} of {sum(gated_share.values())} "
-          "value-sessions)")
-    for kind in ["unchanged", *(f"+{lv:.0%}" for lv in levels)]:
-        n, f = whole[kind, "n"], whole[kind, "flagged"]
-        what = "false alarms" if kind == "unchanged" else f"detection at {kind}"
-        print(f"whole builds, {what}: {f} of {n} build verdicts ({f / max(n, 1):.1%})")
-    print(f"sessions with a HOST line (every build slower at once): {hosts} of "
-          f"{nights['unchanged', 'n'] + n_injected}")
+    print("\n".join([*tally.log, *tally.lines()]))
     print(f"run time: {(time.time() - t0) / 60:.1f} min")
     if args.json:
         Path(args.json).write_text(json.dumps({
-            "false_alarms": unchanged, "detected": {str(k): v for k, v in detected.items()},
-            "gated": gated_share, "whole_builds": {f"{k} {m}": v for (k, m), v in whole.items()},
-            "hosts": hosts, "nights": {f"{k} {m}": v for (k, m), v in nights.items()},
-            "seconds": time.time() - t0, "log": log}, indent=1))
+            "values": {f"{k} {m}": v for (k, m), v in tally.values.items()},
+            "whole_builds": {f"{k} {m}": v for (k, m), v in tally.builds.items()},
+            "gated": {str(k): v for k, v in tally.gated.items()}, "hosts": tally.hosts,
+            "nights": dict(tally.nights), "seconds": time.time() - t0, "log": tally.log},
+            indent=1))
     return 0
 
 

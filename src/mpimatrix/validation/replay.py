@@ -35,18 +35,17 @@ import copy
 import re
 import statistics
 import sys
-from collections import Counter
 from pathlib import Path
 
-from ..results import floors, gate, references, samples
+from ..results import floors, references, samples
 from ..results.measurements import Session, load
 from ..results.night import Night, judge_night, to_confirm
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from ..results.values import Kind, kind_of
 from .gate_rates import confirmations, stored_sessions
+from .tally import Rate, Tally
 
 
 def injected_of(report: dict) -> tuple[str, float] | None:
@@ -138,101 +137,30 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
     blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
                                None, references.CommentedMap(), {}, policy)
     refset = ReferenceSet(blessed.refs, blessed.stats, policy)
-    alarms, detected, shares, hosts, whole = Counter(), {}, Counter(), 0, Counter()
-    # the detection floor's model against what happened: (predicted, caught) per value
-    # and per build on the injected nights
-    model: list[tuple[float, bool]] = []
-    model_builds: list[tuple[float, bool]] = []
-    model_unchanged: list[tuple[float, bool]] = []  # values of builds left alone
-    build_spread = {(f.partition, f.environ): f.spread
-                    for f in floors.build_floors(blessed.stats)}
-    nights = Counter()  # unchanged sessions red with the watch rule and without it
+    tally = Tally({(f.partition, f.environ): f.spread
+                   for f in floors.build_floors(blessed.stats)})
     # the nights so far, for the watch rule (results/watch.py)
     history = [(refset.applied(passes(r, 0, judged_passes)), []) for r in bless_from]
     for report, stored in judged:
-        inj = injected_of(report)
         session = refset.applied(passes(report, 0, judged_passes))
         conf = confirmation_of(report, judged_passes, stored, refset)
         night = judge_night(session, conf, refset, reversed(history))
-        j, alone = night.judgement, night.alone
         history.append((session, conf))
-        if not inj:
-            nights["n"] += 1
-            nights["red"] += bool(j.regressions)
-            nights["red alone"] += bool(alone.regressions)
-        hosts += any(h.slow for h in j.hosts)
-        for b in j.builds:
-            if inj and b.build == inj[0] and (b.partition, b.environ) in build_spread:
-                model_builds.append((floors.caught(build_spread[b.partition, b.environ],
-                                                   b.tolerance, Kind.TIME, inj[1]),
-                                     b.status == gate.REGRESSION))
-            kind = "detected" if inj and b.build == inj[0] and inj[1] >= 0.25 else (
-                "alarm" if not inj or b.build != inj[0] else "small")
-            whole[kind, "n"] += 1
-            whole[kind, "flagged"] += b.status == gate.REGRESSION
-        for v in j.verdicts:
-            gated = v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)
-            shares[gated] += 1
-            if not gated:
-                continue
-            flagged = v.status == gate.REGRESSION
-            if inj and v.build == inj[0]:
-                if not v.is_share:
-                    c = detected.setdefault(inj[1], Counter())
-                    c["values"] += 1
-                    c["flagged"] += flagged
-                    model.append(_value_model(v, inj[1]))
-            else:
-                alarms["values"] += 1
-                alarms["flagged"] += flagged
-                if not v.is_share:
-                    model_unchanged.append(_value_model(v, 0.0))
-    det = "; ".join(f"+{lv:.0%} {c['flagged']}/{c['values']} = "
-                    f"{c['flagged'] / c['values']:.0%}" for lv, c in sorted(detected.items()))
-    return (f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
-            f"blessed outside, {'against the host' if against_host else 'as measured'}: "
-            f"unchanged nights red {nights['red']}/{nights['n']} (without the watch rule "
-            f"{nights['red alone']}); "
-            f"{blessed.gated} gated ({shares[True] / max(sum(shares.values()), 1):.0%} of "
-            f"value-sessions); false alarms {alarms['flagged']}/{alarms['values']} = "
-            f"{alarms['flagged'] / max(alarms['values'], 1):.2%}; detection {det}; "
-            f"whole builds: false alarms {whole['alarm', 'flagged']}/{whole['alarm', 'n']}, "
-            f"detection at +25 % and more {whole['detected', 'flagged']}/"
-            f"{whole['detected', 'n']}, below {whole['small', 'flagged']}/{whole['small', 'n']}; "
-            f"HOST in {hosts} of {len(judged)} sessions"
-            + (f"\n  detection floor model (results/floors.py), injected nights: "
-               f"{model_check(model, model_builds)}; unchanged values "
-               f"{model_check(model_unchanged, [], bands=False)}" if model else ""))
-
-
-def _value_model(v, level: float) -> tuple[float, bool]:
-    """(the probability floors.caught gives, whether the gate caught it alone: outside
-    in the session and the confirmation at its own tolerance) for a value of a build
-    whose every timed interval was made `level` longer (a rate falls by 1 - 1/(1+level))."""
-    kind = kind_of(v.unit, v.higher_is_better)
-    tol = abs(v.tolerance or 0.0)
-    stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
-    alone = (v.status == gate.REGRESSION and not v.with_build) or v.status == gate.WATCH
-    return floors.caught(v.spread, tol, kind, stepped), alone
-
-
-def model_check(values: list[tuple[float, bool]], builds: list[tuple[float, bool]],
-                bands: bool = True) -> str:
-    """The model's mean predicted catch rate against the measured one, overall and by
-    band of the prediction (a calibrated model matches in every band); for values of
-    builds left alone, the predicted and measured false alarms."""
-    def rate(pairs: list[tuple[float, bool]], what: str = "caught") -> str:
-        return (f"predicted {statistics.fmean(p for p, _ in pairs):.1%}, {what} "
-                f"{sum(c for _, c in pairs)}/{len(pairs)}")
-    if not bands:
-        return rate(values, "flagged") if values else "none"
-    parts = [f"values {rate(values)}"] + [
-        f"predicted {lo:.0%}-{min(hi, 1):.0%}: {rate(sel)}"
-        for lo, hi in ((0.0, 0.2), (0.2, 0.8), (0.8, 1.01))
-        if (sel := [(p, c) for p, c in values if lo <= p < hi])]
-    if builds:
-        parts.append(f"whole builds {rate(builds)}")
-    return "; ".join(parts)
+        tally.add(night, injected_of(report), session.uuid)
+    nights = tally.nights
+    gated = Rate(tally.gated[True], sum(tally.gated.values()))
+    lines = [
+        f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
+        f"blessed outside, {'against the host' if against_host else 'as measured'}: "
+        f"unchanged nights red {nights['red']}/{nights['n']} (without the watch rule "
+        f"{nights['red without the watch rule']}); {blessed.gated} gated "
+        f"({gated.k / max(gated.n, 1):.0%} of value-sessions); false alarms "
+        f"{tally.rate(tally.values, 'unchanged').text(2)}; whole builds: false alarms "
+        f"{tally.rate(tally.builds, 'unchanged').text()}; HOST in {tally.hosts} of "
+        f"{len(judged)} sessions", *(ln.strip() for ln in tally.curve())]
+    if tally.model_values:  # the floor model's line
+        lines.append(tally.lines()[-1])
+    return "\n  ".join(lines)
 
 
 def main(argv=None, prog: str | None = None) -> int:

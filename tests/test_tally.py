@@ -1,0 +1,87 @@
+"""validation.tally: the counts `mpimatrix validate gate` and `validate replay` print, with
+their 95 % Wilson intervals and the detection curve, on the recorded quiet-machine
+sessions (tests/fixtures/reports) with one build slowed as the clock injector slows it."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import slowed
+
+from mpimatrix.results import floors, gate, references
+from mpimatrix.results.night import judge_night
+from mpimatrix.results.policy import DEFAULT_POLICY
+from mpimatrix.results.reference_set import ReferenceSet
+from mpimatrix.validation.tally import Z95, Rate, Tally, wilson
+from mpimatrix.validation.unchanged import recorded_halves
+
+VICTIM = "mpich-5.0.2-pypi"
+
+
+def test_the_wilson_interval_matches_its_closed_forms():
+    z2 = Z95 * Z95
+    # k = 0: upper bound z^2 / (n + z^2); k = n: lower bound n / (n + z^2)
+    assert wilson(0, 5) == (0.0, pytest.approx(z2 / (5 + z2)))
+    assert wilson(5, 5) == (pytest.approx(5 / (5 + z2)), 1.0)
+    lo, hi = wilson(18, 24)
+    assert lo == pytest.approx(0.551, abs=1e-3) and hi == pytest.approx(0.880, abs=1e-3)
+    assert wilson(0, 0) == (0.0, 1.0)
+    assert Rate(0, 5).text() == "0 of 5 (0%, 95 % interval 0%-43%)"
+    assert Rate(2, 341).text(2) == "2 of 341 (0.59%, 95 % interval 0.16%-2.11%)"
+
+
+@pytest.fixture(scope="module")
+def tallied():
+    halves = recorded_halves()
+    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
+                               references.CommentedMap(), {}, DEFAULT_POLICY)
+    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    tally = Tally({(f.partition, f.environ): f.spread
+                   for f in floors.build_floors(blessed.stats)})
+    history = [(refset.applied(s), []) for s in halves[:5]]
+    nights = []
+    for k, level in ((5, None), (6, 0.5), (7, None), (8, 0.5), (9, None)):
+        report = slowed(halves[k], VICTIM, level) if level else halves[k]
+        conf = [refset.applied(slowed(halves[k + 1], VICTIM, level))] if level else []
+        night = judge_night(refset.applied(report), conf, refset, reversed(history))
+        history.append((night.session, conf))
+        tally.add(night, (VICTIM, level) if level else None, f"night {k + 1}")
+        nights.append((night, level))
+    return tally, nights
+
+
+def test_unchanged_nights_and_their_false_alarms_are_counted(tallied):
+    tally, nights = tallied
+    unchanged = [n for n, level in nights if not level]
+    red = sum(bool(n.judgement.regressions) for n in unchanged)
+    assert tally.lines()[0] == (f"unchanged nights red: {Rate(red, 3).text()}; goal at most "
+                                "1 in 20")
+    # every gated value of an untouched build counts towards the false alarms: all of an
+    # unchanged night's, the other builds' of an injected night
+    gated = [(v, level) for n, level in nights for v in n.judgement.verdicts
+             if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)]
+    untouched = [v for v, level in gated if not level or v.build != VICTIM]
+    assert tally.values["unchanged", "n"] == len(untouched) > 0
+    assert tally.values["unchanged", "flagged"] == sum(
+        v.status == gate.REGRESSION for v in untouched)
+    assert tally.builds["unchanged", "n"] == sum(
+        len(n.judgement.builds) - (1 if level else 0) for n, level in nights)
+
+
+def test_a_build_slowed_half_again_is_on_the_detection_curve_with_its_prediction(tallied):
+    tally, nights = tallied
+    assert tally.levels == [0.5]
+    assert tally.builds[0.5, "n"] == 2 and tally.builds[0.5, "flagged"] == 2
+    injected = [v for n, level in nights if level for v in n.judgement.verdicts
+                if v.build == VICTIM and not v.is_share
+                and v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)]
+    assert tally.values[0.5, "n"] == len(injected) == len(tally.model_values[0.5])
+    assert tally.values[0.5, "flagged"] > len(injected) / 2
+    # the floor model gives each injected value and build a probability of being caught
+    assert all(0 <= p <= 1 for p, _ in tally.model_values[0.5])
+    assert [p for p, _ in tally.model_builds[0.5]] and all(
+        p > 0.9 for p, _ in tally.model_builds[0.5])
+    [line] = tally.curve()
+    assert line.startswith("  +50%: build named 2 of 2 (100%, 95 % interval 34%-100%); "
+                           "predicted "), line
+    assert f"its values flagged {tally.rate(tally.values, 0.5).text()}; alone" in line
+    assert "detection curve, the night of the step" in "\n".join(tally.lines())
