@@ -653,6 +653,47 @@ def test_acceptance_between_two_nodes(vcluster, buildset):
 
 
 @pytest.mark.cluster
+@pytest.mark.reframe
+@pytest.mark.mpi
+def test_builds_given_as_modules_load_them_inside_the_slurm_jobs(vcluster, buildset, tmp_path):
+    """Lmod modules of this machine's MPICH-ABI wheels (`mpimatrix modules write`), named in
+    a builds file: the placement check runs internode through srun and through the build's
+    mpiexec, and every job script loads the build's module on the nodes."""
+    from mpimatrix.builds.lmod import lmod_home
+
+    if lmod_home() is None:
+        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
+            pytest.fail("MPIMATRIX_REQUIRE_LMOD=1 but Lmod is not installed")
+        pytest.skip("Lmod is not installed (apt-get install lmod)")
+    wanted = {"mpich": "pypi", "impi": "pypi"}
+    chosen = [b for b in buildset.builds if wanted.get(b.family) == b.provenance]
+    if not chosen:
+        pytest.skip("no PyPI MPICH or Intel MPI wheel here")
+    root = tmp_path / "modules"
+    proc = subprocess.run([MPIMATRIX, "modules", "write", str(root)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    modules = [f"{b.family}/{b.version}-{b.provenance}" for b in chosen]
+    builds = tmp_path / "builds.yaml"
+    builds.write_text(yaml.safe_dump({"builds": [{"module": m} for m in modules]}))
+    results = tmp_path / "results"
+    proc, report = _reframe_in_head(
+        vcluster["lay"], results, "-n", "MpiPlacementCheck%placement=internode$", "-r",
+        env={"MODULEPATH": str(root), "MPIMATRIX_BUILDS": str(builds)})
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    cases = _settled_cases(report)
+    got = {(tc["partition"], tc["build_name"]) for tc in cases if tc["result"] == "pass"}
+    names = [m.replace("/", "-") for m in modules]
+    assert got == {(p, n) for p in ("compute", "compute_mpirun") for n in names}, got
+    assert all(tc["job_nodelist"] == ["node1", "node2"] for tc in cases)
+    scripts = list((results / "output" / "vcluster").rglob("rfm_job.sh"))
+    assert len(scripts) == 2 * len(names)
+    for script in scripts:
+        text = script.read_text()
+        assert "#SBATCH" in text and any(f"module load {m}" in text for m in modules), text
+
+
+@pytest.mark.cluster
 def test_down_leaves_nothing(vcluster):
     lay = vcluster["lay"]
     t0 = time.monotonic()

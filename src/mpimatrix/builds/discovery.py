@@ -164,37 +164,38 @@ def pypi_builds(prefixes: list[Path] | None = None) -> tuple[list[BuildRecord], 
 
 # -- benchmarks ------------------------------------------------------------------------
 def intel_wheel_imb(builds: list[BuildRecord]) -> BenchmarkInstall | None:
-    """The IMB binaries shipped in the Intel MPI wheel, if a usable one is present."""
+    """The IMB binaries shipped with Intel MPI (its PyPI wheel, or a module of it), if a
+    usable one is present."""
     for b in builds:
-        if b.family == "impi" and b.provenance == "pypi":
+        if b.family == "impi":
             bindir = Path(b.prefix) / "bin"
             if (bindir / "IMB-MPI1").exists():
+                what = "wheel" if b.provenance == "pypi" else "IMB"
                 return BenchmarkInstall(suite="imb", bin_dir=str(bindir), version="2021.11",
-                                        provenance=f"{b.name} wheel")
+                                        provenance=f"{b.name} {what}")
     return None
 
 
-def attach_intel_imb(builds: list[BuildRecord]) -> None:
-    """Give every MPICH-ABI build without its own IMB the Intel wheel's IMB, with
-    this build's libmpi.so.12 first on the library path."""
+def attach_intel_imb(builds: list[BuildRecord],
+                     targets: list[BuildRecord] | None = None) -> None:
+    """Give every MPICH-ABI build (of `targets`, default all) without its own IMB the
+    Intel MPI IMB of `builds`, with this build's libmpi.so.12 first on the library path
+    (Debian's MPICH names it libmpich.so.12: a link in the job's stage)."""
     imb = intel_wheel_imb(builds)
     if imb is None:
         return
-    for b in builds:
+    for b in builds if targets is None else targets:
         if "imb" in b.benchmarks or not b.mpich_abi:
             continue
         install = BenchmarkInstall(suite="imb", bin_dir=imb.bin_dir, version=imb.version,
                                    provenance=imb.provenance)
         lib = Path(b.prefix) / "lib"
-        if b.family == "impi" or b.provenance != "debian":
-            if not (lib / "libmpi.so.12").exists():
-                b.notes.append(f"no {lib}/libmpi.so.12: Intel IMB cannot run on this build")
-                continue
+        if (lib / "libmpi.so.12").exists():
             install.env = {"LD_LIBRARY_PATH": f"{literal(str(lib))}:$LD_LIBRARY_PATH"}
-        elif Path(DEBIAN_LIBMPICH).exists():
+        elif b.family == "mpich" and b.prefix == "/usr" and Path(DEBIAN_LIBMPICH).exists():
             install.abi_links = {"libmpi.so.12": DEBIAN_LIBMPICH}
         else:
-            b.notes.append(f"no {DEBIAN_LIBMPICH}: Intel IMB cannot run on this build")
+            b.notes.append(f"no {lib}/libmpi.so.12: Intel IMB cannot run on this build")
             continue
         b.benchmarks["imb"] = install
 

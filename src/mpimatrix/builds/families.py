@@ -58,6 +58,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            ("I_MPI_CC", "I_MPI_CXX")),
 )}
 
-PROVENANCES = ("debian", "pypi", "spack", "site")
+PROVENANCES = ("debian", "pypi", "spack", "site", "module")
 LAUNCHER_STYLES = ("openmpi", "hydra")
 PMI_WIRES = ("pmix", "pmi1", "pmi2", "cray")

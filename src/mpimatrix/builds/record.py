@@ -70,6 +70,11 @@ class BuildRecord:
     #: {suite: the command that installs it} for a suite the build's source has and
     #: that is not installed, e.g. {"osu": "spack install /abc1234"} (the Spack row)
     missing_benchmarks: dict[str, str] = field(default_factory=dict)
+    #: Lmod modules that give the build, loaded in this order (builds/lmod.py); ReFrame's
+    #: environment loads them instead of setting the build's variables by hand
+    modules: list[str] = field(default_factory=list)
+    #: {module: sha256 of its modulefile}: an edited module is a change of the build
+    module_files: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
         if not self.pmi and self.family in FAMILIES:
@@ -136,6 +141,9 @@ class BuildRecord:
         data["benchmarks"] = _benchmarks(data.get("benchmarks"), where)
         data["missing_benchmarks"] = _str_map(data.get("missing_benchmarks"),
                                               f"{where}: missing_benchmarks", keys="file")
+        data["modules"] = _str_list(data.get("modules"), f"{where}: modules", "module name")
+        data["module_files"] = _str_map(data.get("module_files"), f"{where}: module_files",
+                                        keys="module")
         rec = cls(**data)
         rec.check_fields(origin)
         return rec
@@ -163,18 +171,19 @@ def _str_map(value, where: str, keys: str = "variable") -> dict[str, str]:
             for k, v in value.items()):
         raise BuildError(f"{where} must be a mapping of names to values, e.g. "
                          f"{{I_MPI_ROOT: /opt/impi}}, not {value!r:.80}")
-    pattern = r"[A-Za-z_][A-Za-z0-9_]*" if keys == "variable" else r"[A-Za-z0-9_.+-]+"
+    pattern = {"variable": r"[A-Za-z_][A-Za-z0-9_]*", "module": r"[A-Za-z0-9_.+/-]+"}.get(
+        keys, r"[A-Za-z0-9_.+-]+")
     bad = [k for k in value if not re.fullmatch(pattern, k)]
     if bad:
         raise BuildError(f"{where}: {bad} are not {keys} names")
     return {k: str(v) for k, v in value.items()}
 
 
-def _str_list(value, where: str) -> list[str]:
+def _str_list(value, where: str, each: str = "shell command") -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-        raise BuildError(f"{where} must be a list of strings (one shell command each), not "
+        raise BuildError(f"{where} must be a list of strings (one {each} each), not "
                          f"{value!r:.80}")
     return list(value)
 

@@ -46,6 +46,9 @@ def build_software(rec: BuildRecord) -> dict:
     wheels = installed_wheels(Path(rec.prefix))
     if wheels:
         out["wheels"] = wheels
+    if rec.modules:  # each module with the start of its modulefile's sha256
+        out["modules"] = {m: rec.module_files.get(m, "")[:12] or "(file not found)"
+                          for m in rec.modules}
     return out
 
 

@@ -26,6 +26,7 @@ from . import (
     changes,
     cluster,
     diff,
+    modules,
     report,
     spack,
     validate,
@@ -122,7 +123,8 @@ def parser() -> argparse.ArgumentParser:
                    help="further ReFrame options after --")
     s.set_defaults(func=cmd_run)
 
-    for module in (bless, changes, diff, accept, cluster, spack, bench_build, report, validate):
+    for module in (bless, changes, diff, accept, cluster, spack, bench_build, report,
+                   validate, modules):
         module.register(sub)
     return p
 

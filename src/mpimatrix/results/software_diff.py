@@ -80,6 +80,7 @@ def build_changes(name: str, old: dict, new: dict,
         out += [f"{suite.upper()} {t}" for t in _mapping("", ob[suite], nb[suite])]
     out += _mapping(" (deb)", old.get("debs") or {}, new.get("debs") or {})
     out += _mapping(" (wheel)", old.get("wheels") or {}, new.get("wheels") or {})
+    out += _mapping(" (modulefile sha256)", old.get("modules") or {}, new.get("modules") or {})
     out += spack_changes(old, new, lock)
     return out
 

@@ -1,9 +1,11 @@
 """Generate the ReFrame site configuration from build records.
 
 One ReFrame environment per build, on every partition. Partitions launch with
-`srun` or `build-mpiexec` (rfm/launch.py). Loading the configuration has no
-side effect but the results directory (ReFrame's file log handler does not
-create its directory).
+`srun` or `build-mpiexec` (rfm/launch.py). A build given as Lmod modules
+(builds/lmod.py) has an environment that loads them. Loading the configuration has no
+side effect but the results directory (ReFrame's file log handler does not create its
+directory) and, with module builds, LMOD_CMD for ReFrame's Lmod backend when the shell
+that started it had not set it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import os
 import shlex
 import sys
 
-from ..builds.record import BuildRecord
+from ..builds.lmod import lmod_cmd, lmod_init
+from ..builds.record import BuildError, BuildRecord
 from ..builds.sources import BuildSet, load_builds
 from ..paths import project_root, reports_dir, results_db, results_dir
 from ..rfm.fixtures import OSU_SOURCE_ENV
@@ -81,7 +84,30 @@ def environment(rec: BuildRecord, osu_from_source: bool = False) -> dict:
     }
     if rec.prepare_cmds:
         env["prepare_cmds"] = list(rec.prepare_cmds)
+    if rec.modules:
+        env["modules"] = list(rec.modules)
     return env
+
+
+def with_lmod(systems: list[dict]) -> list[dict]:
+    """The systems with Lmod as their modules system, for builds given as modules: the
+    ones mpimatrix writes (nomod) switch to it, and their job scripts source Lmod's init
+    first (a batch shell does not always inherit the `module` function: not from a
+    shell that never sourced it, not through every Slurm setup). A site system that
+    names its own modules system keeps it."""
+    init, cmd = lmod_init(), lmod_cmd()
+    if init is None or cmd is None:
+        raise BuildError("builds given as modules need Lmod: apt-get install lmod "
+                         "(Debian), or set LMOD_PKG to Lmod's directory")
+    os.environ.setdefault("LMOD_CMD", str(cmd))
+    for system in systems:
+        if system.get("modules_system", "nomod") != "nomod":
+            continue
+        system["modules_system"] = "lmod"
+        for part in system["partitions"]:
+            part["prepare_cmds"] = [f"source {shlex.quote(str(init))} >/dev/null 2>&1",
+                                    *part.get("prepare_cmds", [])]
+    return systems
 
 
 def local_system(envs: list[str]) -> dict:
@@ -113,6 +139,8 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
     envs = [environment(b, osu_source) for b in buildset.builds]
     names = [e["name"] for e in envs]
     systems = keep_partitions(all_systems(names, extra_systems))
+    if any(b.modules for b in buildset.builds):
+        systems = with_lmod(systems)
     if not envs:
         # ReFrame needs at least one environment per partition: keep a marker one
         # so that `reframe --list` works and says why nothing runs.
