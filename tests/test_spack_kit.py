@@ -311,8 +311,13 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     _say(request, "\n`mpimatrix changes`:\n" + proc.stdout)
     lines = proc.stdout.splitlines()
     steps = [i for i, ln in enumerate(lines) if ln.startswith("NEW SLOWER ")]
-    assert steps and all(lines[i].startswith(f"NEW SLOWER {mvapich2} ") for i in steps), lines
-    for i in steps:
+    # the machine may change state in the same hours (in a CI run every build ran 19-46 %
+    # slower from the session MVAPICH2 was slowed): the host's own step is named as the
+    # machine's; every build's step is the changed build's
+    builds = [i for i in steps if not lines[i].startswith("NEW SLOWER host ")]
+    assert builds and all(lines[i].startswith(f"NEW SLOWER {mvapich2} ") for i in builds), lines
+    assert all(": every build +" in lines[i] for i in set(steps) - set(builds)), lines
+    for i in builds:
         assert lines[i + 1] == (f"      software session {uuids[first_after - 1][:8]} -> "
                                 f"{uuids[first_after][:8]}: changed"), lines[i:i + 3]
         assert lines[i + 2] == f"        {mvapich2}: {MVAPICH2_IMB}", lines[i:i + 3]
