@@ -81,16 +81,12 @@ def module_shell(modules: list[str], script: str, timeout: float = 60
     if init is None:
         raise BuildError(f"Lmod is not installed (no init/bash under $LMOD_PKG or "
                          f"{DEBIAN_LMOD}); {INSTALL}")
-    loads = "\n".join(f"module load {_word(m)} || exit {NOT_LOADED}" for m in modules)
-    text = (f"source {_word(str(init))} >/dev/null 2>&1\necho \"path_before=$PATH\"\n"
+    loads = "\n".join(f"module load {shlex.quote(m)} || exit {NOT_LOADED}" for m in modules)
+    text = (f"source {shlex.quote(str(init))} >/dev/null 2>&1\necho \"path_before=$PATH\"\n"
             f"{loads}\n{script}")
     return subprocess.run(["bash", "--noprofile", "--norc", "-c", text, "probe", *modules],
                           capture_output=True, text=True, timeout=timeout,
                           env={k: v for k, v in os.environ.items() if k != "BASH_ENV"})
-
-
-def _word(text: str) -> str:
-    return shlex.quote(text)
 
 
 def module_build(entry: dict, origin: str) -> BuildRecord:
@@ -120,17 +116,17 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
                          "(check `module avail` and MODULEPATH)")
     probe = _sections(proc.stdout)
     family, version = _family(probe)
-    added = set(probe.get("path_after", "").split(":")) - set(
-        probe.get("path_before", "").split(":"))
-    cc = probe.get("which_mpicc", "")
-    if family is not None and cc and str(Path(cc).parent) not in added:
-        raise BuildError(f"{where} loads no MPI: the mpicc on the PATH after loading it, "
-                         f"{cc}, is not from a folder it adds (the machine's default MPI); "
-                         "name the module that gives the MPI")
     if family is None:
         raise BuildError(f"{where} loads no MPI this project knows: no mpichversion, "
                          "mpirun --version or mpiexec --version on the PATH after loading "
                          f"it says Open MPI, MPICH, MVAPICH2 or Intel MPI")
+    added = set(probe.get("path_after", "").split(":")) - set(
+        probe.get("path_before", "").split(":"))
+    cc = probe.get("which_mpicc", "")
+    if cc and str(Path(cc).parent) not in added:
+        raise BuildError(f"{where} loads no MPI: the mpicc on the PATH after loading it, "
+                         f"{cc}, is not from a folder it adds (the machine's default MPI); "
+                         "name the module that gives the MPI")
     fam = FAMILIES[family]
     launcher = probe.get(f"which_{fam.launcher}", "")
     if not cc or not launcher:
@@ -138,9 +134,11 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
         raise BuildError(f"{where}: {family} {version} but no {missing} on the PATH after "
                          "loading it")
     name = entry.get("name") or re.sub(r"[^A-Za-z0-9._+-]", "-", module.strip("/"))
-    if isinstance(name, str) and not NAME_PATTERN.fullmatch(name) and not entry.get("name"):
+    # a name given in the file is checked by from_dict below, as any record's
+    if not entry.get("name") and not NAME_PATTERN.fullmatch(name):
         raise BuildError(f"{where}: give it a name (letters, digits, . _ + -): "
                          f"{name!r} cannot be a ReFrame environment")
+    env = entry.get("env") or {}  # not a mapping: from_dict says so
     device = re.search(r"(?:MPICH|MVAPICH2?) Device:\s+(\S+)", probe.get("mpichversion", ""))
     # through from_dict: the entry's own fields (name, fabric, env) checked as any record's
     return BuildRecord.from_dict({
@@ -148,8 +146,7 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
         "prefix": str(Path(cc).resolve().parent.parent), "cc": cc, "launcher": launcher,
         "launcher_style": fam.launcher_style, "compiler": _compiler(probe.get("mpicc", "")),
         "fabric": entry.get("fabric") or (device.group(1) if device else ""),
-        "env": {**fam.env, **(entry.get("env") or {})} if isinstance(
-            entry.get("env") or {}, dict) else entry.get("env"),
+        "env": {**fam.env, **env} if isinstance(env, dict) else env,
         "modules": modules,
         "module_files": _module_files(modules, probe.get("location", ""))}, origin)
 

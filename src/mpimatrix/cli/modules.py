@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from ..builds.discovery import discover
-from ..builds.lmod import lmod_home
+from ..builds.lmod import INSTALL, lmod_home
 from ..builds.lmod_write import write_modules
 
 
@@ -29,7 +29,7 @@ def cmd_modules_write(args) -> int:
     print(f"  module use {root}; module avail")
     print(f"  MPIMATRIX_BUILDS={root / 'builds.yaml'} mpimatrix run   # through module load")
     if lmod_home() is None:
-        print("note: Lmod is not installed here (apt-get install lmod)", file=sys.stderr)
+        print(f"note: Lmod is not installed here: {INSTALL}", file=sys.stderr)
     return 0
 
 

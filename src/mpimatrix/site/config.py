@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 
+from ..builds.lmod import INSTALL as LMOD_INSTALL
 from ..builds.lmod import lmod_cmd, lmod_init
 from ..builds.record import BuildError, BuildRecord
 from ..builds.sources import BuildSet, load_builds
@@ -97,8 +98,7 @@ def with_lmod(systems: list[dict]) -> list[dict]:
     names its own modules system keeps it."""
     init, cmd = lmod_init(), lmod_cmd()
     if init is None or cmd is None:
-        raise BuildError("builds given as modules need Lmod: apt-get install lmod "
-                         "(Debian), or set LMOD_PKG to Lmod's directory")
+        raise BuildError(f"builds given as modules need Lmod: {LMOD_INSTALL}")
     os.environ.setdefault("LMOD_CMD", str(cmd))
     for system in systems:
         if system.get("modules_system", "nomod") != "nomod":

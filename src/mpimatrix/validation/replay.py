@@ -45,7 +45,7 @@ from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
 from .gate_rates import confirmations, stored_sessions
-from .tally import Rate, Tally
+from .tally import Tally
 
 
 def injected_of(report: dict) -> tuple[str, float] | None:
@@ -147,8 +147,7 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
         night = judge_night(session, conf, refset, reversed(history))
         history.append((session, conf))
         tally.add(night, injected_of(report), session.uuid)
-    nights = tally.nights
-    gated = Rate(tally.gated[True], sum(tally.gated.values()))
+    nights, gated = tally.nights, tally.gated_rate
     lines = [
         f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
         f"blessed outside, {'against the host' if against_host else 'as measured'}: "
@@ -158,9 +157,7 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
         f"{tally.rate(tally.values, 'unchanged').text(2)}; whole builds: false alarms "
         f"{tally.rate(tally.builds, 'unchanged').text()}; HOST in {tally.hosts} of "
         f"{len(judged)} sessions", *(ln.strip() for ln in tally.curve())]
-    if tally.model_values:  # the floor model's line
-        lines.append(tally.lines()[-1])
-    return "\n  ".join(lines)
+    return "\n  ".join([*lines, tally.model_line()] if tally.model_values else lines)
 
 
 def main(argv=None, prog: str | None = None) -> int:

@@ -140,10 +140,15 @@ class Tally:
                 v_alone.status == gate.REGRESSION)
             self.values[kind, "on watch"] += v.status == gate.WATCH
             if not v.is_share:
-                self.model_values[level if kind != "unchanged" else 0.0].append(
-                    value_model(v, level if kind != "unchanged" else 0.0))
+                step = level if kind != "unchanged" else 0.0
+                self.model_values[step].append(value_model(v, step))
             if kind == "unchanged" and v_alone.status == gate.REGRESSION:
                 self.log.append(f"outside alone ({what}): {v.line()}")
+
+    @property
+    def gated_rate(self) -> Rate:
+        """The value-sessions gated among all."""
+        return Rate(self.gated[True], sum(self.gated.values()))
 
     def rate(self, counter: Counter, kind, what: str = "flagged") -> Rate:
         return Rate(counter[kind, what], counter[kind, "n"])
@@ -183,13 +188,17 @@ class Tally:
                    f"{self.values['unchanged', 'on watch']}")
         out.append(f"whole builds, false alarms: {self.rate(self.builds, 'unchanged').text(1)}"
                    " build verdicts")
-        out.append(f"values gated: {Rate(self.gated[True], sum(self.gated.values())).text(1)}"
-                   " value-sessions")
+        out.append(f"values gated: {self.gated_rate.text(1)} value-sessions")
         out.append(f"sessions with a HOST line: {self.hosts} of {self.sessions}")
-        if self.model_values:
-            injected = [p for lv in self.levels for p in self.model_values.get(lv, [])]
-            builds = [p for lv in self.levels for p in self.model_builds.get(lv, [])]
-            out.append("detection floor model (results/floors.py), injected: "
-                       f"{model_check(injected, builds) if injected else 'none'}; "
-                       f"unchanged values {model_check(self.model_values.get(0.0, []), [], False)}")
-        return out
+        model = self.model_line()
+        return [*out, model] if model else out
+
+    def model_line(self) -> str:
+        """The floor model's predictions against what was caught ('' without values)."""
+        if not self.model_values:
+            return ""
+        injected = [p for lv in self.levels for p in self.model_values.get(lv, [])]
+        builds = [p for lv in self.levels for p in self.model_builds.get(lv, [])]
+        return ("detection floor model (results/floors.py), injected: "
+                f"{model_check(injected, builds) if injected else 'none'}; "
+                f"unchanged values {model_check(self.model_values.get(0.0, []), [], False)}")
