@@ -20,8 +20,9 @@ LAYERS = {
     "vcluster": 2,
     "rfm": 3, "results": 3,
     "site": 4,
-    "run": 5, "validation": 5,
-    "cli": 6,
+    "run": 5,
+    "validation": 6,  # experiments on top of runs and the store
+    "cli": 7,
 }
 ROOT = SRC.parents[1]
 

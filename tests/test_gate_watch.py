@@ -8,9 +8,7 @@ then at 0.21 us for nights on end)."""
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 
 import pytest
 from helpers import judged, six_pass_session
@@ -120,18 +118,19 @@ def test_values_of_one_build_outside_together_are_red_at_once():
     assert watch.apply(session, j, [], ReferenceSet(stats=wide.stats)) == j
 
 
-def _stored(reports: Path, name: str, uuid: str, start: float, confirms: str = "") -> None:
+def _night(uuid: str, start: float, confirms: str = "") -> dict:
     raw = six_pass_session(1, 0, 1)
     raw["session_info"].update(uuid=uuid, time_start_unix=start, confirms=confirms)
-    path = reports / name
-    path.write_text(json.dumps(raw))
-    os.utime(path, (start, start))
+    return raw
 
 
 def test_the_nights_before_skip_disturbed_sessions_and_carry_their_confirmations(
         tmp_path, monkeypatch):
     """What `mpimatrix run` looks back at: the stored sessions newest first, without the
     one a meter marked disturbed, each with its own confirmation."""
+    from stored_db import store
+
+    from mpimatrix.paths import results_db
     from mpimatrix.run.nights import (
         confirmations_of,
         earlier_sessions,
@@ -140,13 +139,12 @@ def test_the_nights_before_skip_disturbed_sessions_and_carry_their_confirmations
     )
 
     monkeypatch.setenv("MPIMATRIX_RESULTS", str(tmp_path))
-    reports = tmp_path / "reports"
-    reports.mkdir()
     now = time.time()
+    nights = []
     for i in range(1, 4):  # three nights, each confirmed a minute later
-        _stored(reports, f"nightly-{i}.json", f"u{i}", now - 1000 * (4 - i))
-        _stored(reports, f"nightly-{i}-confirm.json", f"c{i}", now - 1000 * (4 - i) + 60,
-                confirms=f"u{i}")
+        nights.append(_night(f"u{i}", now - 1000 * (4 - i)))
+        nights.append(_night(f"c{i}", now - 1000 * (4 - i) + 60, confirms=f"u{i}"))
+    store(results_db(), nights)
     load_record_path().parent.mkdir(parents=True, exist_ok=True)
     load_record_path().write_text(json.dumps({"u2": {"disturbed": True}}))
     got = [(s.uuid, [c.uuid for c in confs]) for s, confs in previous_nights()]
@@ -154,6 +152,8 @@ def test_the_nights_before_skip_disturbed_sessions_and_carry_their_confirmations
     # `mpimatrix report --session u2` pools in u2's confirmation, found the same way
     night2 = next(s for s in earlier_sessions() if s.uuid == "u2")
     assert [c.uuid for c in confirmations_of([night2])] == ["c2"]
+    # the night being judged is not among the nights before it
+    assert [s.uuid for s in earlier_sessions("u3")] == ["u2", "u1"]
 
 
 def test_the_report_lists_a_value_on_watch():

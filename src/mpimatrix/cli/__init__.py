@@ -27,6 +27,7 @@ from . import (
     cluster,
     diff,
     modules,
+    prune,
     report,
     spack,
     validate,
@@ -124,7 +125,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     for module in (bless, changes, diff, accept, cluster, spack, bench_build, report,
-                   validate, modules):
+                   validate, modules, prune):
         module.register(sub)
     return p
 

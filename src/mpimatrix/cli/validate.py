@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..validation import gate_rates, history_steps, replay, unchanged
+from ..validation import gate_rates, history_steps, replay, unchanged, year
 
 #: what each experiment is, its module (whose main takes the rest of the command line)
 EXPERIMENTS = {
@@ -15,6 +15,8 @@ EXPERIMENTS = {
                 "nightly series, and only it (sessions run for real)"),
     "replay": (replay, "a `validate gate` store judged again with other gate settings; "
                "no new runs"),
+    "year": (year, "a year of nightlies generated from recorded sessions into a new "
+             "results store (`--nights 365 --builds 40`), for measuring the commands on it"),
     "unchanged": (unchanged, "how many unchanged nights end red, on recorded sessions; "
                   "no new runs"),
 }

@@ -60,12 +60,16 @@ def exclusive(path: Path, what: str, wait: bool = True, variable: str = "") -> I
         os.close(fd)  # releases the lock
 
 
+def store_lock(results: Path, wait: bool = True):
+    """The results store to one writer (a run, or `mpimatrix prune`)."""
+    return exclusive(results / ".mpimatrix-run.lock", f"the results store {results}", wait)
+
+
 @contextlib.contextmanager
 def session_locks(results: Path, wait: bool = True) -> Iterator[None]:
     machine = os.environ.get(MACHINE_LOCK_ENV, DEFAULT_MACHINE_LOCK)
     with contextlib.ExitStack() as stack:
-        stack.enter_context(exclusive(results / ".mpimatrix-run.lock",
-                                      f"the results store {results}", wait))
+        stack.enter_context(store_lock(results, wait))
         if machine:
             stack.enter_context(exclusive(Path(machine), "this machine's cores", wait,
                                           MACHINE_LOCK_ENV))

@@ -1,4 +1,4 @@
-"""The sessions `mpimatrix run` stored before this one, as the gate looks back at them:
+"""The sessions stored before this one, as the gate looks back at them:
 for what changed since a build last passed (results/changed_since.py) and for whether a
 value on watch was outside the night before too (results/watch.py)."""
 
@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..paths import reports_dir, results_db
+from ..paths import results_db
 from ..results.measurements import Session, load
-from ..results.sessions import SessionError, load_report
-from . import machine
+from ..results.sessions import SessionError
+from . import machine, session_index
+from .stored import stored_index
 
 
 def load_record_path() -> Path:
@@ -18,33 +19,45 @@ def load_record_path() -> Path:
     return results_db().parent / "machine-load.json"
 
 
-def _newest_first(confirmations: bool, skip: Path | None = None) -> list[Path]:
-    files = [p for p in reports_dir().glob("*.json") if p != skip and not p.is_symlink()
-             and p.name.endswith("-confirm.json") == confirmations]
-    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)
+#: sessions read from the index at a time (the newest are usually all that is needed)
+_CHUNK = 2
 
 
-def _loaded(paths: list[Path]) -> Iterator[Session]:
-    for path in paths:
+def _stored_newest_first(confirmations: bool, skip: str = "") -> Iterator[Session]:
+    """The stored sessions that are (or are not) confirmations, but `skip` (a UUID),
+    newest first, read a few at a time; the index says which are confirmations without
+    reading them. None when the results database cannot be read (the night is then
+    judged alone)."""
+    try:
+        uuids = [u for u, _ in reversed(stored_index()) if u != skip]
+    except SessionError:
+        return
+    known = session_index.listed()
+    uuids = [u for u in uuids if u not in known or bool(known[u][1]) == confirmations]
+    for i in range(0, len(uuids), _CHUNK):
         try:
-            yield load(load_report(path))
+            found = session_index.sessions(uuids[i:i + _CHUNK])
         except SessionError:
-            continue
+            return
+        for raw in found:
+            session = load(raw)
+            if bool(session.confirms) == confirmations:
+                yield session
 
 
-def earlier_sessions(skip: Path | None = None) -> Iterator[Session]:
-    """The sessions `mpimatrix run` stored (not confirmations, not `skip`), newest first,
-    read one at a time (a regression's last good session is usually recent)."""
-    yield from _loaded(_newest_first(False, skip))
+def earlier_sessions(skip: str = "") -> Iterator[Session]:
+    """The stored sessions (not confirmations, not the one with UUID `skip`), newest
+    first, read a few at a time (a regression's last good session is usually recent)."""
+    yield from _stored_newest_first(False, skip)
 
 
-def previous_nights(skip: Path | None = None) -> Iterator[tuple[Session, list[Session]]]:
+def previous_nights(skip: str = "") -> Iterator[tuple[Session, list[Session]]]:
     """The stored sessions that were not disturbed by other programs, newest first, each
     with its confirmation sessions (a confirmation runs right after its session, so the
     confirmations are read newest first only as far as the sessions asked for)."""
     disturbed = {u for u, rec in machine.loads(load_record_path()).items()
                  if isinstance(rec, dict) and rec.get("disturbed")}
-    confirmations = _loaded(_newest_first(True))
+    confirmations = _stored_newest_first(True)
     seen: dict[str, list[Session]] = {}
     oldest_seen = float("inf")
     for session in earlier_sessions(skip):
@@ -72,7 +85,7 @@ def confirmations_of(sessions: list[Session]) -> list[Session]:
     wanted = {s.uuid for s in sessions if not s.confirms}
     oldest = min((s.start for s in sessions), default=0.0)
     out = []
-    for conf in _loaded(_newest_first(True)):
+    for conf in _stored_newest_first(True):
         if conf.start < oldest:
             break
         if conf.confirms in wanted:

@@ -41,6 +41,7 @@ from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
 from .nights import earlier_sessions, load_record_path, previous_nights
+from .prune import after_session, retention
 from .reframe_cmd import reframe_cmd
 from .selection import (
     ignored_under_mode,
@@ -164,6 +165,7 @@ def confirm(report: Session, mode: str, repeats: int, references: ReferenceSet,
 def check_inputs() -> None:
     """What would break every test case, before ReFrame starts."""
     injection_for("")  # a malformed MPIMATRIX_INJECT stops here, with its text
+    retention()  # and so does a malformed MPIMATRIX_KEEP_FULL
     system_refs = references_dir()
     if system_refs.is_dir():
         for path in sorted(system_refs.glob("*.yaml")):
@@ -218,12 +220,24 @@ def _run_locked(mode: str, reframe_args: list[str], confirm_repeats: int,
                f"ReFrame ended with exit code {rc} before writing its report {report_file}")
         print(f"mpimatrix: {why}", file=sys.stderr)
         return NOT_RUN
+    code = judge_report(report_file, mode, confirm_repeats, reframe_args, osu)
+    note = after_session()
+    if note:
+        print(note, flush=True)
+    return code
+
+
+def judge_report(report_file: Path, mode: str, confirm_repeats: int,
+                 reframe_args: list[str], osu: str = "") -> int:
+    """The night after its ReFrame part: the report made `latest`, the values outside
+    their tolerance measured again, the night judged against the references and the
+    stored nights before it, the summary printed; the exit code."""
     report = load(load_report(report_file))
     link_latest(report_file)
     references = ReferenceSet.load(references_dir() / f"{_system(report)}.yaml")
     conf = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
     night = judge_night(report, [conf] if conf else [], references,
-                        previous_nights(report_file), earlier_sessions(report_file))
+                        previous_nights(report.uuid), earlier_sessions(report.uuid))
     judged, changed = night.judgement, night.changed
     print()
     print(summary.format_table(report, judged, changed=changed))

@@ -1,36 +1,27 @@
-"""Sessions from ReFrame's results database: the sessions themselves through ReFrame's
-own command line (`--describe-stored-sessions`), the index of what is stored (each
-session's UUID and start) read from the SQLite file directly, read-only.
+"""Sessions from ReFrame's results database and the session index beside it
+(session_index.py): what is stored (each session's UUID and start), read from the SQLite
+files directly, read-only; the sessions themselves trimmed, from the index (ReFrame's
+copy is read once, the first time a session is asked for).
 
-ReFrame is only ever asked for a full UUID or a period already parsed (selectors.py):
-an empty query made it run every check instead. The advice to move the database away
-is given only when SQLite itself cannot read the file."""
+Only full UUIDs and periods already parsed (selectors.py) are looked up. The advice to
+move the database away is given only when SQLite itself cannot read the file."""
 
 from __future__ import annotations
 
 import contextlib
-import json
-import re
 import sqlite3
-import subprocess
 
 from ..paths import results_db
 from ..results.sessions import SessionError
-from .reframe_cmd import reframe_cmd
+from . import session_index
+from .session_index import unreadable
 
 LIST_HINT = ("list them with: reframe -C site_config/reframe_config.py "
              "--list-stored-sessions=all")
 
 
-def unreadable(why: str) -> SessionError:
-    return SessionError(f"the results database {results_db()} cannot be read ({why}); "
-                        "move the file away (ReFrame starts a new one) or point "
-                        "RFM_SQLITE_DB_FILE at a good one")
-
-
-def stored_index() -> list[tuple[str, float]]:
-    """(UUID, start in Unix seconds) of every stored session, oldest first; [] when
-    there is no database yet."""
+def _reframe_index() -> list[tuple[str, float]]:
+    """(UUID, start) of every session in ReFrame's database; [] when there is none."""
     db = results_db()
     if not db.exists():
         return []
@@ -55,28 +46,27 @@ def stored_index() -> list[tuple[str, float]]:
     return [(str(u), float(t) if isinstance(t, (int, float)) else 0.0) for u, t in rows]
 
 
+def stored_index() -> list[tuple[str, float]]:
+    """(UUID, start in Unix seconds) of every stored session, oldest first: those in
+    ReFrame's database and those only the index still holds (pruned there); [] when
+    there is none yet."""
+    found = dict(_reframe_index())
+    for uuid, (start, _) in session_index.listed().items():
+        found.setdefault(uuid, start)
+    return sorted(found.items(), key=lambda item: item[1])
+
+
 def describe(query: str) -> list[dict]:
-    """`reframe --describe-stored-sessions=QUERY` for a full UUID or a parsed period."""
+    """The stored sessions of a full UUID or a parsed period (START:END, as ReFrame
+    takes it: those that started in it), trimmed, oldest first."""
+    from reframe.frontend.reporting.utility import parse_time_period
+
     if not query or query.startswith("-"):
-        raise SessionError(f"internal: {query!r} is not a query for ReFrame")
-    if not results_db().exists():  # ReFrame would make one to read from
-        return []
-    proc = subprocess.run(reframe_cmd(f"--describe-stored-sessions={query}"),
-                          capture_output=True, text=True)
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        data = None
-    if proc.returncode != 0 or data is None:
-        text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr).strip()
-        why = (text.splitlines() or ["no output"])[-1].removeprefix("ERROR: ")
-        stored_index()  # the file itself unreadable: say so, with the advice
-        raise SessionError(f"ReFrame could not describe the stored session(s) {query!r} of "
-                           f"{results_db()} ({why})")
-    sessions = data if isinstance(data, list) else [data]
-    return [s for s in sessions if isinstance(s, dict)
-            and isinstance((s.get("session_info") or {}).get("uuid"), str)
-            and isinstance(s.get("runs"), list)]
+        raise SessionError(f"internal: {query!r} is not a query for the results database")
+    if ":" not in query:
+        return session_index.sessions([query])
+    t0, t1 = parse_time_period(query)
+    return session_index.sessions([u for u, t in stored_index() if t0 <= t < t1])
 
 
 def database_is_empty() -> bool:

@@ -1,0 +1,186 @@
+"""The stored sessions as mpimatrix reads them, kept beside ReFrame's results database in
+`<db folder>/sessions-index.db` (SQLite): one row per session with its UUID, start, the
+session it confirms, and the session itself trimmed of ReFrame's bookkeeping that nothing
+here reads (each test case's stage and output folders, command lines, per-phase timings:
+about half of a test case record) and zlib-compressed, about 20 times smaller than
+ReFrame's copy.
+
+ReFrame's database is where a session is stored first (by `reframe -r`, through
+`mpimatrix run` or not); a session it holds that the index does not is read from it
+(read-only, one JSON blob at a time) and added the first time it is asked for. The index
+keeps every session after `mpimatrix prune` has dropped the full copies of the old ones
+from ReFrame's database and the reports folder: the history, bless and the report read
+their values here. A store that cannot be written (a shared, read-only one) is read all
+the same: what is not in the index is then trimmed again on every read."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..paths import results_db
+from ..results.sessions import SessionError, session_info
+
+#: test case fields ReFrame records for its own bookkeeping, which nothing in mpimatrix
+#: reads (tests/test_session_index.py: a session and its trimmed copy give the same
+#: summary, report and history)
+DROPPED = frozenset((
+    "build_jobid", "build_locally", "build_stderr", "build_stdout", "build_time_limit",
+    "dependencies_actual", "dependencies_conceptual", "descr", "env_vars", "exclusive_access",
+    "executable", "executable_opts", "extra_resources", "filename", "job_completion_time",
+    "job_exitcode", "job_stderr", "job_stdout", "job_submit_time", "jobid", "keep_files",
+    "maintainers", "max_pending_time", "modules", "num_cpus_per_task", "num_gpus_per_node",
+    "num_tasks_per_core", "num_tasks_per_socket", "outputdir", "postbuild_cmds",
+    "postrun_cmds", "prebuild_cmds", "prefix", "prerun_cmds", "readonly_files", "scheduler",
+    "short_name", "sourcepath", "sourcesdir", "stagedir", "strict_check", "tags",
+    "time_compile", "time_limit", "time_performance", "time_sanity", "time_setup",
+    "unique_name", "use_multithreading", "valid_prog_environs", "valid_systems", "variables",
+))
+_TABLE = ("CREATE TABLE IF NOT EXISTS sessions(uuid TEXT PRIMARY KEY, start REAL, "
+          "confirms TEXT, data BLOB)")
+_INDEX = "CREATE INDEX IF NOT EXISTS sessions_start ON sessions(start)"
+
+
+def unreadable(why: str) -> SessionError:
+    return SessionError(f"the results database {results_db()} cannot be read ({why}); "
+                        "move the file away (ReFrame starts a new one) or point "
+                        "RFM_SQLITE_DB_FILE at a good one")
+
+
+def index_path() -> Path:
+    return results_db().parent / "sessions-index.db"
+
+
+def trimmed(session: dict) -> dict:
+    """The session without the test case fields in DROPPED."""
+    runs = [{**{k: v for k, v in run.items() if k != "testcases"},
+             "testcases": [{k: v for k, v in tc.items() if k not in DROPPED}
+                           for tc in run.get("testcases") or []]}
+            for run in session.get("runs") or []]
+    return {**session, "runs": runs}
+
+
+def _pack(session: dict) -> bytes:
+    return zlib.compress(json.dumps(session, separators=(",", ":")).encode(), 6)
+
+
+def _unpack(blob: bytes) -> dict:
+    return json.loads(zlib.decompress(blob))
+
+
+def _start(session: dict) -> float:
+    t = session["session_info"].get("time_start_unix")
+    return float(t) if isinstance(t, (int, float)) else 0.0
+
+
+@contextlib.contextmanager
+def _connect(write: bool) -> Iterator[sqlite3.Connection | None]:
+    """The index (None when it does not exist and cannot be made)."""
+    path = index_path()
+    try:
+        if write:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(path, timeout=60)
+            conn.execute(_TABLE)
+            conn.execute(_INDEX)
+        elif path.exists():
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
+        else:
+            yield None
+            return
+    except (OSError, sqlite3.Error):
+        yield None
+        return
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def add(sessions: list[dict]) -> bool:
+    """Keep the sessions (trimmed) in the index; False when it cannot be written."""
+    rows = [(s["session_info"]["uuid"], _start(s),
+             str(session_info(s).get("confirms") or ""), _pack(trimmed(s)))
+            for s in sessions]
+    try:
+        with _connect(write=True) as conn:
+            if conn is None:
+                return False
+            conn.executemany("INSERT OR REPLACE INTO sessions VALUES(?, ?, ?, ?)", rows)
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def listed() -> dict[str, tuple[float, str]]:
+    """UUID -> (start, the session it confirms) of every session in the index."""
+    try:
+        with _connect(write=False) as conn:
+            if conn is None:
+                return {}
+            rows = conn.execute("SELECT uuid, start, confirms FROM sessions").fetchall()
+    except sqlite3.Error:
+        return {}
+    return {u: (float(t or 0.0), c or "") for u, t, c in rows}
+
+
+def indexed(uuids: list[str]) -> dict[str, dict]:
+    """The indexed sessions among these UUIDs."""
+    out: dict[str, dict] = {}
+    try:
+        with _connect(write=False) as conn:
+            if conn is None:
+                return out
+            for i in range(0, len(uuids), 500):
+                chunk = uuids[i:i + 500]
+                marks = ",".join("?" * len(chunk))
+                for u, blob in conn.execute(
+                        f"SELECT uuid, data FROM sessions WHERE uuid IN ({marks})", chunk):
+                    out[u] = _unpack(blob)
+    except (sqlite3.Error, zlib.error, ValueError):
+        return out
+    return out
+
+
+def from_reframe(uuid: str) -> dict | None:
+    """The session as ReFrame stored it (its JSON blob, read-only), None if not there."""
+    db = results_db()
+    if not db.exists():
+        return None
+    try:
+        uri = f"{db.resolve().as_uri()}?mode=ro"
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=60)) as conn:
+            row = conn.execute("SELECT json_blob FROM sessions WHERE uuid = ?",
+                               (uuid,)).fetchone()
+    except sqlite3.Error as err:
+        raise unreadable(str(err)) from None
+    if row is None:
+        return None
+    try:
+        data = json.loads(row[0])
+    except (TypeError, ValueError):
+        return None
+    ok = (isinstance(data, dict) and isinstance(data.get("runs"), list)
+          and isinstance((data.get("session_info") or {}).get("uuid"), str))
+    return data if ok else None
+
+
+def sessions(uuids: list[str]) -> list[dict]:
+    """These sessions, trimmed, in the order given: from the index, else from ReFrame's
+    database (and then added to the index); a UUID found in neither is left out."""
+    have = indexed(uuids)
+    new = []
+    for u in uuids:
+        if u not in have:
+            full = from_reframe(u)
+            if full is not None:
+                have[u] = trimmed(full)
+                new.append(have[u])
+    if new:
+        add(new)
+    return [have[u] for u in uuids if u in have]
