@@ -182,16 +182,29 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--plot", type=Path, help="draw them into this PNG")
+    ap.add_argument("--no-header", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     checkpoints = sorted(int(n) for n in args.nights.split(","))
     work = args.work or Path(tempfile.mkdtemp(prefix="year-"))
-    print(f"store: {work}; commands run serially, one at a time\n")
-    print("| builds | nights | store | " + " | ".join(COLUMNS) + " |")
-    print("|---|---|---|" + "---|" * len(COLUMNS))
-    rows = []
+    if not args.no_header:
+        print(f"store: {work}; commands run serially, one at a time\n", flush=True)
+        print("| builds | nights | store | " + " | ".join(COLUMNS) + " |")
+        print("|---|---|---|" + "---|" * len(COLUMNS), flush=True)
+    rows: list[dict] = []
+    builds = [int(x) for x in args.builds.split(",")]
     try:
-        for b in (int(x) for x in args.builds.split(",")):
-            rows += measure(args.source.resolve(), args.mode, b, checkpoints, work, args.seed)
+        if len(builds) == 1:
+            rows = measure(args.source.resolve(), args.mode, builds[0], checkpoints, work,
+                           args.seed)
+        for b in builds if len(builds) > 1 else []:
+            # one process per store: ReFrame's runtime (and its database) is set up once
+            # per process
+            part = work / f"b{b}.json"
+            subprocess.run([sys.executable, __file__, "--from", str(args.source), "--mode",
+                            args.mode, "--builds", str(b), "--nights", args.nights,
+                            "--work", str(work), "--seed", str(args.seed), "--json",
+                            str(part), "--no-header"], check=True)
+            rows += json.loads(part.read_text())
     finally:
         if args.json:
             args.json.write_text(json.dumps(rows, indent=1) + "\n")

@@ -265,7 +265,8 @@ def reframe_storage():
 
 def generate(source: Recorded, nights: int, builds: int, steps: list[Step], store: Path,
              seed: int = 1, start: float | None = None, progress=None) -> Generated:
-    """Write `nights` sessions of `builds` builds into `store`, as `mpimatrix run` does."""
+    """Write `nights` sessions of `builds` builds into `store`, as `mpimatrix run` does.
+    One store per process: ReFrame's runtime, which names the database, is set up once."""
     if start is None:  # the year ends last night
         today = time.time() // NIGHT * NIGHT
         start = today - nights * NIGHT + START_HOUR
