@@ -20,7 +20,7 @@ from ..paths import reports_dir, results_db
 from ..results.sessions import SessionError
 from . import session_index
 from .reframe_cmd import reframe_cmd
-from .stored import _reframe_index
+from .stored import reframe_index
 
 #: how long full sessions are kept unless MPIMATRIX_KEEP_FULL says otherwise: a week of
 #: nightlies of 40 builds in full is 0.8 GB (docs/store.md), and ReFrame's own listing
@@ -83,14 +83,15 @@ def _delete_from_reframe(cutoff: int) -> None:
 def prune(keep: float, dry_run: bool = False, now: float | None = None) -> Pruned:
     """Drop the full sessions that started more than `keep` seconds ago (indexed first)."""
     cutoff = int((now or time.time()) - keep)  # whole seconds, as ReFrame's period
-    stored = _reframe_index()  # oldest first
+    stored = reframe_index()  # oldest first
     old = [u for u, start in stored if start < cutoff]
+    indexed = set(session_index.listed())
     for i in range(0, len(old), _CHUNK):
-        chunk = old[i:i + _CHUNK]
-        missing = set(chunk) - set(session_index.listed())
+        missing = set(old[i:i + _CHUNK]) - indexed
         if missing and not dry_run:
             session_index.sessions(sorted(missing))
-            if missing - set(session_index.listed()):
+            indexed = set(session_index.listed())
+            if missing - indexed:
                 raise SessionError(f"the session index {session_index.index_path()} cannot be "
                                    "written: nothing was dropped; make it writable")
     keep_file = _latest_target()

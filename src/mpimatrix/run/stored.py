@@ -20,7 +20,7 @@ LIST_HINT = ("list them with: reframe -C site_config/reframe_config.py "
              "--list-stored-sessions=all")
 
 
-def _reframe_index() -> list[tuple[str, float]]:
+def reframe_index() -> list[tuple[str, float]]:
     """(UUID, start) of every session in ReFrame's database; [] when there is none."""
     db = results_db()
     if not db.exists():
@@ -50,7 +50,7 @@ def stored_index() -> list[tuple[str, float]]:
     """(UUID, start in Unix seconds) of every stored session, oldest first: those in
     ReFrame's database and those only the index still holds (pruned there); [] when
     there is none yet."""
-    found = dict(_reframe_index())
+    found = dict(reframe_index())
     for uuid, (start, _) in session_index.listed().items():
         found.setdefault(uuid, start)
     return sorted(found.items(), key=lambda item: item[1])
