@@ -18,6 +18,7 @@ Runs serially: the commands measure each other when run together.
 
     .venv/bin/python measure/year_of_nights.py --from STORE --builds 5,40
     .venv/bin/python measure/year_of_nights.py --from STORE --builds 5 --nights 1,30 --json f.json
+    .venv/bin/python measure/year_of_nights.py --store RESULTS   (a store as it is)
 """
 
 from __future__ import annotations
@@ -95,25 +96,38 @@ def measure(source: Path, mode: str, builds: int, checkpoints: list[int], work: 
     store.mkdir(parents=True)
     rec = recorded(source, mode)
     rows: list[dict] = []
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(store),
-           "RFM_SQLITE_DB_FILE": str(store / "db" / "results.db")}
-    env.pop("MPIMATRIX_INJECT", None)
 
     def at(done: int, nights: int) -> None:
-        if done not in checkpoints:
-            return
-        gen = time.monotonic() - t0
-        row = {"builds": builds, "nights": done, "generate_s": round(gen, 1),
-               **sizes(store)}
-        for name, cmd in commands(store, newest_reports(store)).items():
-            wall, rss, rc = timed(cmd, env)
-            row[name] = {"s": round(wall, 2), "gb": round(rss, 3), "rc": rc}
-        rows.append(row)
-        print_row(row)
+        if done in checkpoints:
+            rows.append(measure_store(store, builds, done, time.monotonic() - t0))
 
     t0 = time.monotonic()
     generate(rec, max(checkpoints), builds, [], store, seed=seed, progress=at)
     return rows
+
+
+def measure_store(store: Path, builds: int, nights: int, generated: float = 0.0) -> dict:
+    """One row: the store's size and each command's time and peak memory on it."""
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(store),
+           "RFM_SQLITE_DB_FILE": str(store / "db" / "results.db")}
+    env.pop("MPIMATRIX_INJECT", None)
+    row = {"builds": builds, "nights": nights, "generate_s": round(generated, 1),
+           **sizes(store)}
+    for name, cmd in commands(store, newest_reports(store)).items():
+        wall, rss, rc = timed(cmd, env)
+        row[name] = {"s": round(wall, 2), "gb": round(rss, 3), "rc": rc}
+    print_row(row)
+    return row
+
+
+def stored_nights(store: Path) -> tuple[int, int]:
+    """(nights in the store's session index, builds of its newest night)."""
+    import sqlite3
+
+    with sqlite3.connect(store / "db" / "sessions-index.db") as conn:
+        nights = conn.execute("SELECT count(*) FROM sessions WHERE confirms = ''").fetchone()[0]
+    info = json.loads(newest_reports(store)[0].read_text())["session_info"]
+    return nights, len([b for b in (info.get("builds") or "").split("+") if b])
 
 
 COLUMNS = ("judge", "changes", "bless", "report", "diff", "list")
@@ -172,8 +186,10 @@ def plot(rows: list[dict], path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--from", dest="source", type=Path, required=True,
+    ap.add_argument("--from", dest="source", type=Path,
                     help="a results store with a recorded `mpimatrix run --mode nightly`")
+    ap.add_argument("--store", type=Path, help="measure the commands on this store as it "
+                    "is (generated before, or a site's own) instead of generating one")
     ap.add_argument("--mode", default="nightly", help="the recorded sessions' mode")
     ap.add_argument("--builds", default="5,40", help="builds per night, comma-separated")
     ap.add_argument("--nights", default="1,30,90,365", help="checkpoints, comma-separated")
@@ -192,6 +208,12 @@ def main() -> int:
         print("|---|---|---|" + "---|" * len(COLUMNS), flush=True)
     rows: list[dict] = []
     builds = [int(x) for x in args.builds.split(",")]
+    if args.store:
+        nights, found = stored_nights(args.store)
+        rows = [measure_store(args.store.resolve(), found, nights)]
+        builds = []
+    elif args.source is None:
+        ap.error("give --from STORE (a recorded nightly to generate from) or --store STORE")
     try:
         if len(builds) == 1:
             rows = measure(args.source.resolve(), args.mode, builds[0], checkpoints, work,

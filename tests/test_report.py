@@ -331,6 +331,20 @@ def test_build_vs_build_marks_only_differences_beyond_the_spread(compare, nightl
     assert rep.context["baseline"] == others[0].build
     assert len(rep.context["compare_plots"]) == len(others)
     assert choose_baseline(data.lines(), "nope") is None
+    # a drawing budget: the heat maps of the builds with the most marked differences, in
+    # the builds' order; the table still lists every build's largest
+    every = make_report([compare], baseline=base.build)
+    labels = [p.title.split(" / ")[0] for p in every.context["compare_plots"]]
+    marked = dict(zip(labels, [sum(r.significant for r in ratios(cv, base, o))
+                               for o in others], strict=True))
+    assert len(set(marked.values())) > 1
+    few = make_report([compare], baseline=base.build, max_heatmaps=len(others) - 1)
+    drawn = [p.title.split(" / ")[0] for p in few.context["compare_plots"]]
+    assert len(drawn) == len(others) - 1 and drawn == [lab for lab in labels if lab in drawn]
+    assert min(marked[d] for d in drawn) >= max(n for lab, n in marked.items()
+                                                if lab not in drawn)
+    assert f"Heat maps of the {len(others) - 1} of {len(others)} builds" in few.html
+    assert few.context["compare_rows"] == every.context["compare_rows"]
 
 
 def test_derived_layouts_crossovers_and_fabric_cost_comparison(derived, derived_report):

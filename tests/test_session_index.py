@@ -89,6 +89,66 @@ def test_sessions_are_indexed_on_first_read_and_stay_after_reframe_forgets_them(
     assert len(sessions_in("now-1d:now")) == 3
 
 
+def _stored_nights(n: int) -> list[dict]:
+    """n copies of the recorded session an hour apart, each a little slower, and a
+    confirmation of the first (left out of the history)."""
+    now = time.time()
+    full = recorded_report(COMPARE)
+    out = []
+    for i in range(n):
+        s = json.loads(json.dumps(full))
+        s["session_info"].update(uuid=f"0000000{i}-0000-4000-8000-000000000000",
+                                 time_start_unix=now - 3600 * (n - i), software=f"sw{i}")
+        for run in s["runs"]:
+            for tc in run["testcases"]:
+                for var in (tc.get("perfvalues") or {}).values():
+                    if isinstance(var[0], (int, float)):
+                        var[0] *= 1 + 0.01 * i
+        out.append(s)
+    conf = json.loads(json.dumps(out[0]))
+    conf["session_info"].update(uuid="0000000c-0000-4000-8000-000000000000",
+                                time_start_unix=now - 3600 * n + 600, confirms=out[0][
+                                    "session_info"]["uuid"])
+    return [*out, conf]
+
+
+def test_the_values_kept_in_the_index_are_the_sessions_history(tmp_path, monkeypatch):
+    """`changes` reads each value's series from the index's value tables, not from the
+    sessions: the same series, points, samples and metadata as the sessions give, also
+    for an index kept before it held values (they are added on first read) and for a
+    store whose index cannot be written (the sessions are read whole)."""
+    monkeypatch.setenv("MPIMATRIX_RESULTS", str(tmp_path))
+    from mpimatrix.paths import results_db
+    from mpimatrix.results.history import series_of
+    from mpimatrix.results.sessions import session_info
+
+    nights = _stored_nights(3)
+    store(results_db(), nights)
+    uuids = [s["session_info"]["uuid"] for s in nights]
+    expected = sorted(series_of([load(s) for s in nights]), key=lambda s: s.key)
+    assert expected and all(len(s.points) == 3 for s in expected)
+
+    def read() -> list:
+        series, infos = session_index.values(uuids)
+        assert {u: i.software for u, i in infos.items()} == {
+            u: session_info(s).get("software", "") for u, s in zip(uuids, nights, strict=True)}
+        return sorted(series, key=lambda s: s.key)
+
+    assert read() == expected  # indexed on this first read
+    with sqlite3.connect(session_index.index_path()) as conn:
+        kept = conn.execute("SELECT count(*) FROM value_points").fetchone()[0]
+        assert kept == sum(len(s.points) for s in expected)
+        conn.execute("DELETE FROM value_points")
+        conn.execute("DELETE FROM value_sessions")  # as an index of the earlier version
+    assert read() == expected
+    with sqlite3.connect(session_index.index_path()) as conn:
+        assert conn.execute("SELECT count(*) FROM value_points").fetchone()[0] == kept
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setattr(session_index, "index_path", lambda: blocker / "sessions-index.db")
+    assert read() == expected
+
+
 def test_a_store_whose_index_cannot_be_written_is_read_all_the_same(tmp_path, monkeypatch):
     """A store the reader cannot write to (a shared one; here the index's folder is a
     file, which stops root too): sessions are read from ReFrame's copy each time, and
@@ -178,9 +238,13 @@ def test_a_generated_month_judged_the_same_from_the_index_and_after_pruning(tmp_
     assert bad.returncode == 2 and "--keep-full '0d'" in bad.stderr
     dry = _mpimatrix(year, "prune", "--keep-full", "5d", "--dry-run")
     assert dry.returncode == 0 and len(_reframe_uuids(year)) == 30, dry.stderr
-    done = _mpimatrix(year, "prune", "--keep-full", "5d")
+    size = (year / "db" / "results.db").stat().st_size
+    done = _mpimatrix(year, "prune", "--keep-full", "5d", "--compact")
     assert done.returncode == 0, done.stderr
     assert "dropped from ReFrame's database" in done.stdout
+    # the file rebuilt without the dropped sessions' pages (about 25 of 30 nights)
+    assert (year / "db" / "results.db").stat().st_size < 0.4 * size
+    assert "MB smaller" in done.stdout
     kept = _reframe_uuids(year)
     assert 4 <= len(kept) <= 5  # the nights of the last 5 days
     left = sorted((year / "reports").glob("nightly-*.json"))

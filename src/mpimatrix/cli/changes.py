@@ -9,28 +9,26 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..paths import results_dir
-from ..results.history import steps_of
-from ..results.measurements import load
+from ..results.history import steps_in
 from ..results.policy import DEFAULT_POLICY
 from ..results.reported_changes import Reported, step_software
 from ..results.sessions import SessionError
 from ..results.software_store import Store
-from ..run.selectors import select, sessions_in
+from ..run import session_index
+from ..run.selectors import select_uuids, uuids_in
 from .session_args import period
 
 
 def cmd_changes(args) -> int:
-    if args.session:
-        sessions = [load(r) for r in select(args.session)]
-    else:
-        sessions = [load(r) for r in sessions_in(period(args.since))]
-    found = steps_of(sessions, replace(DEFAULT_POLICY, max_pvalue=args.pvalue))
+    uuids = select_uuids(args.session) if args.session else uuids_in(period(args.since))
+    # the values from the session index: no session is decoded (run/value_index.py)
+    series, by_uuid = session_index.values(uuids)
+    found = steps_in(series, replace(DEFAULT_POLICY, max_pvalue=args.pvalue))
     if not found.series:
         raise SessionError("no performance values in the stored sessions"
                            + ("" if args.session else f" of the last {args.since}"))
     reported = Reported(results_dir() / "history" / "reported-changes.json")
     new = reported.new(found.changes)
-    by_uuid = {s.uuid: s for s in sessions}
     store = Store()
     for c in sorted(found.changes if args.all else new,
                     key=lambda c: (not c.worse, c.series.build, c.series.check)):

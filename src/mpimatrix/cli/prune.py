@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..paths import results_dir
 from ..run.lock import store_lock
-from ..run.prune import DEFAULT_KEEP, KEEP_ENV, keep_seconds, prune, retention
+from ..run.prune import DEFAULT_KEEP, KEEP_ENV, compact, keep_seconds, prune, retention
 
 
 def cmd_prune(args) -> int:
@@ -17,6 +17,8 @@ def cmd_prune(args) -> int:
         return 0
     with store_lock(results_dir(), wait=not args.no_wait):
         done = prune(keep, dry_run=args.dry_run)
+        if args.compact and not args.dry_run and done.sessions:
+            done.compacted = compact()
     print(("would drop " if args.dry_run else "") + done.line())
     return 0
 
@@ -28,6 +30,10 @@ def register(sub) -> None:
                    help=f"keep full sessions this long: 30d, 12w, or `all` (default "
                    f"{KEEP_ENV}, else {DEFAULT_KEEP})")
     s.add_argument("--dry-run", action="store_true", help="say what would be dropped")
+    s.add_argument("--compact", action="store_true",
+                   help="then rebuild ReFrame's database file to its new size (SQLite "
+                   "VACUUM; needs as much free disk as the file); once, after dropping "
+                   "months: nightly pruning reuses the freed pages")
     s.add_argument("--no-wait", action="store_true",
                    help="if `mpimatrix run` uses the store, stop (exit 3) instead of waiting")
     s.set_defaults(func=cmd_prune)

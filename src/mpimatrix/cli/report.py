@@ -8,8 +8,9 @@ from pathlib import Path
 
 from ..paths import references_dir
 from ..reference_file import ReferenceFileError
-from ..results import references, summary
+from ..results import summary
 from ..results.measurements import load as load_session
+from ..results.reference_set import ReferenceSet
 from ..results.report import load, make_report, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
@@ -34,13 +35,15 @@ def cmd_report(args) -> int:
     ref_file = Path(args.references) if args.references else \
         references_dir() / f"{data.system}.yaml"
     try:
-        refs, stats = references.read(ref_file)
+        refset = ReferenceSet.load(ref_file)
         prices = {**partition_prices(), **(read_prices(args.prices) if args.prices else {})}
-    except (ReferenceFileError, references.BlessError, PriceError) as err:
+    except (ReferenceFileError, PriceError) as err:
         raise SessionError(str(err)) from None
     name = name or output_name(default_name(data), "the report name")
-    rep = make_report(sessions, name=name, references=refs, statistics=stats, prices=prices,
+    rep = make_report(sessions, name=name, references=refset.refs, statistics=refset.stats,
+                      prices=prices,
                       baseline=args.baseline, max_trends=args.max_trends,
+                      max_heatmaps=args.max_heatmaps,
                       earlier=earlier_sessions(), earlier_nights=previous_nights())
     try:
         html, md = write(out, name, rep.html, rep.markdown)
@@ -89,6 +92,9 @@ def register(sub) -> None:
     s.add_argument("--prices", metavar="FILE", help="prices per node-hour: {system:partition:"
                    " {price_per_node_hour, currency, fabric}}, over the partitions' extras")
     s.add_argument("--max-trends", type=int, default=24, help="trend plots at most (24)")
+    s.add_argument("--max-heatmaps", type=int, default=12,
+                   help="build-vs-baseline heat maps at most, of the builds with the most "
+                   "differences (12; 0: every build)")
     s.add_argument("--screenshot", metavar="PNG", help="also a screenshot of the page's top "
                    "by headless Chromium")
     s.set_defaults(func=cmd_report)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
-from collections.abc import Sequence
+import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..units import is_share
@@ -129,30 +130,59 @@ def _date(t: float) -> str:
 def series_of(sessions: Sequence[Session]) -> list[Series]:
     """Every value's series over the sessions, oldest first (confirmations left out, and
     the values of a test case that failed before its performance stage)."""
+    return merged(session_series(s) for s in sorted(sessions, key=lambda s: s.start))
+
+
+def merged(per_session: Iterable[list[Series]]) -> list[Series]:
+    """The series of several sessions (each as session_series gives it, oldest first)
+    joined: one series per value, its points in the order given."""
     out: dict[tuple, Series] = {}
-    for s in sorted(sessions, key=lambda s: s.start):
-        if s.confirms:
+    for ones in per_session:
+        for one in ones:
+            if (s := out.get(one.key)) is None:
+                out[one.key] = s = replace(one, points=[])
+            s.points.extend(one.points)
+    return list(out.values())
+
+
+#: each loaded session's own series, made once (the report asks for them three times)
+_SESSION_SERIES: weakref.WeakKeyDictionary[Session, list[Series]] = \
+    weakref.WeakKeyDictionary()
+
+
+def session_series(s: Session) -> list[Series]:
+    """The session's own point of each value, one series each ([] for a confirmation):
+    what the session index keeps of it for the history (run/session_index.py). The
+    series are shared: callers make new ones (merged) rather than change them."""
+    if (made := _SESSION_SERIES.get(s)) is None:
+        made = _SESSION_SERIES[s] = _own_series(s)
+    return made
+
+
+def _own_series(s: Session) -> list[Series]:
+    if s.confirms:
+        return []
+    out: dict[tuple, Series] = {}
+    samples: dict[tuple, tuple[list[float], list[bool], tuple[str, str, str]]] = {}
+    for case in s.cases:
+        if not case.measured:
             continue
-        samples: dict[tuple, tuple[list[float], list[bool], tuple[str, str, str]]] = {}
-        for case in s.cases:
-            if not case.measured:
+        meta = (case.lock_sha256 or s.spack_lock, case.build_hash, case.injected)
+        for pv in case.values:
+            if pv.value is None:
                 continue
-            meta = (case.lock_sha256 or s.spack_lock, case.build_hash, case.injected)
-            for pv in case.values:
-                if pv.value is None:
-                    continue
-                key = tuple(case.value_key(pv.var))
-                if key not in out:
-                    out[key] = Series(key, case.build, case.check, case.placement, pv.var,
-                                      pv.unit, pv.higher_is_better, ref_key=case.ref_key,
-                                      what=value_label(pv.quantity, pv.size))
-                vals, failed, _ = samples.setdefault(key, ([], [], meta))
-                vals.append(float(pv.value))
-                failed.append(pv.result == "fail")
-        for key, (vals, failed, (lock, bhash, injected)) in samples.items():
-            out[key].points.append(Point(s.start, best(vals, out[key].higher_is_better),
-                                         s.uuid, lock, bhash, injected, tuple(vals),
-                                         any(failed)))
+            key = tuple(case.value_key(pv.var))
+            if key not in out:
+                out[key] = Series(key, case.build, case.check, case.placement, pv.var,
+                                  pv.unit, pv.higher_is_better, ref_key=case.ref_key,
+                                  what=value_label(pv.quantity, pv.size))
+            vals, failed, _ = samples.setdefault(key, ([], [], meta))
+            vals.append(float(pv.value))
+            failed.append(pv.result == "fail")
+    for key, (vals, failed, (lock, bhash, injected)) in samples.items():
+        out[key].points.append(Point(s.start, best(vals, out[key].higher_is_better),
+                                     s.uuid, lock, bhash, injected, tuple(vals),
+                                     any(failed)))
     return list(out.values())
 
 
@@ -246,8 +276,13 @@ class Steps:
 def steps_of(sessions: Sequence[Session], policy: GatePolicy = DEFAULT_POLICY) -> Steps:
     """Every value's series (and each build's, the host's) against the host, and the
     steps of each."""
-    series = against_host(series_of(sessions), policy)
-    return Steps(series, changes_of(series, policy))
+    return steps_in(series_of(sessions), policy)
+
+
+def steps_in(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> Steps:
+    """The series (as series_of gives them) against the host, and the steps of each."""
+    judged = against_host(series, policy)
+    return Steps(judged, changes_of(judged, policy))
 
 
 def all_changes(sessions: Sequence[Session], policy: GatePolicy = DEFAULT_POLICY) -> list[Change]:

@@ -25,7 +25,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..atomic import atomic_write
-from ..reference_file import INDEX, load_references, stats_path
+from ..reference_file import INDEX, dump_yaml, load_references, read_yaml, stats_path
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
 from .reference_set import BUILDS_KEY
 from .samples import Samples, against_host, build_stats, collect
@@ -164,17 +164,16 @@ def read(path: Path) -> tuple[CommentedMap, dict]:
     stats: dict = {}
     sp = stats_path(path)
     if sp.exists():
-        stats = YAML(typ="safe").load(sp.read_text()) or {}
+        stats = read_yaml(sp.read_text()) or {}
     return refs, stats
 
 
 def write(blessed: Blessed, path: Path) -> None:
     """Write both files atomically (the statistics first: a reader of the references
     never sees thresholds the statistics do not explain)."""
-    buf = io.StringIO()
-    YAML(typ="safe", pure=True).dump(blessed.stats, buf)
     atomic_write(stats_path(path), "# Statistics behind the tolerances of "
-                 f"{path.name} (mpimatrix bless); not read by ReFrame.\n" + buf.getvalue())
+                 f"{path.name} (mpimatrix bless); not read by ReFrame.\n"
+                 + dump_yaml(blessed.stats))
     buf = io.StringIO()
     y = _yaml()
     if not blessed.refs.ca.comment:

@@ -9,8 +9,10 @@ sessions itself (`--delete-stored-sessions`); the report of `latest` is always k
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass
@@ -50,12 +52,31 @@ class Pruned:
     reports: int  # report files removed
     freed: int  # bytes of report files removed
     cutoff: float
+    compacted: int = 0  # bytes the database file shrank by (--compact)
 
     def line(self) -> str:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.cutoff))
+        shrunk = (f", the database file {self.compacted / 1e6:.0f} MB smaller"
+                  if self.compacted else "")
         return (f"full sessions before {when}: {self.sessions} dropped from ReFrame's "
-                f"database, {self.reports} report file(s) removed ({self.freed / 1e6:.1f} MB); "
-                f"their values stay in {session_index.index_path()}")
+                f"database, {self.reports} report file(s) removed ({self.freed / 1e6:.1f} MB)"
+                f"{shrunk}; their values stay in {session_index.index_path()}")
+
+
+def compact() -> int:
+    """Rebuild ReFrame's database file without the pages of deleted sessions (SQLite's
+    VACUUM); the bytes it shrank by. Without it the file keeps its size and reuses the
+    pages for the next nights: a store pruned every night stays at its first week's
+    size, one pruned after months of nights keeps that size."""
+    db = results_db()
+    before = db.stat().st_size
+    try:
+        with contextlib.closing(sqlite3.connect(db, timeout=60)) as conn:
+            conn.execute("VACUUM")
+    except sqlite3.Error as err:
+        raise SessionError(f"{db}: the database could not be compacted ({err}); the "
+                           "sessions were dropped all the same") from None
+    return before - db.stat().st_size
 
 
 def _latest_target() -> Path | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..paths import results_db
 from ..results.sessions import SessionError, session_info
+from . import session_index
 from .stored import LIST_HINT, describe, stored_index
 
 LATEST = "latest"
@@ -97,9 +98,12 @@ def _one(uuid: str, selector: str, option: str) -> dict:
     return found[0]
 
 
-def _sessions_of(sel: Selector, option: str, allow_none: bool) -> list[dict]:
+def _uuids_of(sel: Selector, option: str, allow_none: bool) -> list[str]:
     if sel.kind == "period":
-        found = describe(sel.text)
+        from reframe.frontend.reporting.utility import parse_time_period
+
+        t0, t1 = parse_time_period(sel.text)
+        found = [u for u, t in stored_index() if t0 <= t < t1]
         if not found and not allow_none:
             raise SessionError(f"{option} {sel.text!r}: no stored session started in that "
                                f"period{_held()}")
@@ -110,11 +114,13 @@ def _sessions_of(sel: Selector, option: str, allow_none: bool) -> list[dict]:
                            f"{results_db()}: it holds no session: run `mpimatrix run` first")
     if sel.kind == LATEST:
         newest = [u for u, _ in reversed(index)]
+        known = session_index.listed()
         for uuid in newest[:20]:
-            session = _one(uuid, sel.text, option)
-            if not session_info(session).get("confirms"):
-                return [session]
-        return [_one(newest[0], sel.text, option)]
+            confirms = (known[uuid][1] if uuid in known
+                        else session_info(_one(uuid, sel.text, option)).get("confirms"))
+            if not confirms:
+                return [uuid]
+        return newest[:1]
     if sel.kind == "uuid":
         matches = [u for u, _ in index if u.lower() == sel.text]
     else:
@@ -129,7 +135,7 @@ def _sessions_of(sel: Selector, option: str, allow_none: bool) -> list[dict]:
         more = f" and {len(matches) - 5} more" if len(matches) > 5 else ""
         raise SessionError(f"{option} {sel.text!r} matches {len(matches)} stored sessions: "
                            f"{shown}{more}; give more characters of the UUID")
-    return [_one(matches[0], sel.text, option)]
+    return matches
 
 
 def _count(index: list[tuple[str, float]]) -> str:
@@ -143,20 +149,28 @@ def _held() -> str:
                                                 "holds no session: run `mpimatrix run` first")
 
 
+def select_uuids(selectors: list[str], option: str = "--session",
+                 allow_none: bool = False) -> list[str]:
+    """The UUIDs of the stored sessions the selectors name, in their order, each once.
+    Every selector is parsed before the database is read; a period matching no session
+    is an error unless `allow_none` (the caller says so)."""
+    parsed = [parse(t, option) for t in selectors]
+    out: dict[str, None] = {}
+    for sel in parsed:
+        out.update(dict.fromkeys(_uuids_of(sel, option, allow_none)))
+    return list(out)
+
+
 def select(selectors: list[str], option: str = "--session",
            allow_none: bool = False) -> list[dict]:
-    """The stored sessions the selectors name, in their order, each once. Every selector
-    is parsed before the database is read; a period matching no session is an error
-    unless `allow_none` (the caller says so)."""
-    parsed = [parse(t, option) for t in selectors]
-    out, seen = [], set()
-    for sel in parsed:
-        for s in _sessions_of(sel, option, allow_none):
-            uuid = s["session_info"]["uuid"]
-            if uuid not in seen:
-                seen.add(uuid)
-                out.append(s)
-    return out
+    """The stored sessions the selectors name (select_uuids), trimmed."""
+    uuids = select_uuids(selectors, option, allow_none)
+    found = session_index.sessions(uuids)
+    if len(found) < len(uuids):  # gone between the listing and the read
+        gone = sorted(set(uuids) - {s["session_info"]["uuid"] for s in found})
+        raise SessionError(f"{option} {' '.join(selectors)!r}: session {gone[0]} is no "
+                           f"longer in the results database {results_db()}")
+    return found
 
 
 def select_one(text: str, option: str) -> dict:
@@ -170,11 +184,11 @@ def select_one(text: str, option: str) -> dict:
     return found[0]
 
 
-def stored_sessions(uuids: list[str]) -> list[dict]:
-    """The stored sessions of these selectors (run/session.py: its own UUID)."""
-    return select(uuids)
-
-
 def sessions_in(period: str) -> list[dict]:
     """The stored sessions that started in a period ([] when none did)."""
     return select([period], "--since", allow_none=True)
+
+
+def uuids_in(period: str) -> list[str]:
+    """The UUIDs of the stored sessions that started in a period, oldest first."""
+    return select_uuids([period], "--since", allow_none=True)

@@ -23,7 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..paths import results_db
+from ..results.history import Series, series_of
+from ..results.measurements import Session, load
 from ..results.sessions import SessionError, session_info
+from . import value_index
 
 #: test case fields ReFrame records for its own bookkeeping, which nothing in mpimatrix
 #: reads (tests/test_session_index.py: a session and its trimmed copy give the same
@@ -85,8 +88,8 @@ def _connect(write: bool) -> Iterator[sqlite3.Connection | None]:
         if write:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, timeout=60)
-            conn.execute(_TABLE)
-            conn.execute(_INDEX)
+            for statement in (_TABLE, _INDEX, *value_index.TABLES):
+                conn.execute(statement)
         elif path.exists():
             conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60)
         else:
@@ -103,18 +106,69 @@ def _connect(write: bool) -> Iterator[sqlite3.Connection | None]:
 
 
 def add(sessions: list[dict]) -> bool:
-    """Keep the sessions (trimmed) in the index; False when it cannot be written."""
-    rows = [(s["session_info"]["uuid"], _start(s),
-             str(session_info(s).get("confirms") or ""), _pack(trimmed(s)))
-            for s in sessions]
+    """Keep the sessions (trimmed) and their values in the index; False when it cannot
+    be written."""
+    return _write(sessions, [(s["session_info"]["uuid"], _start(s),
+                              str(session_info(s).get("confirms") or ""), _pack(trimmed(s)))
+                             for s in sessions])
+
+
+def _add_values(sessions: list[dict]) -> bool:
+    """Keep the values of sessions already in the index (kept before it held values)."""
+    return _write(sessions, [])
+
+
+def _write(sessions: list[dict], rows: list[tuple]) -> bool:
     try:
         with _connect(write=True) as conn:
             if conn is None:
                 return False
             conn.executemany("INSERT OR REPLACE INTO sessions VALUES(?, ?, ?, ?)", rows)
+            for s in sessions:
+                value_index.write(conn, load(s))
     except sqlite3.Error:
         return False
     return True
+
+
+def _held(uuids: list[str]) -> dict[str, tuple[int, float, dict]]:
+    try:
+        with _connect(write=False) as conn:
+            return value_index.held(conn, uuids) if conn is not None else {}
+    except (sqlite3.Error, ValueError):
+        return {}
+
+
+#: sessions decoded at a time to add their values (one night of 40 builds: 0.5 GB)
+_VALUES_CHUNK = 2
+
+
+def values(uuids: list[str]) -> tuple[list[Series], dict[str, Session]]:
+    """Every value's series over these sessions, oldest first, as history.series_of gives
+    it from the sessions (confirmations left out), read from the index's values; and each
+    session found by UUID, without its test cases (its info: software record, start).
+    Sessions whose values the index does not hold yet are read once and added; a store
+    that cannot be written has its sessions read whole instead."""
+    held = _held(uuids)
+    missing = [u for u in uuids if u not in held]
+    for i in range(0, len(missing), _VALUES_CHUNK):
+        chunk = missing[i:i + _VALUES_CHUNK]
+        found = sessions(chunk)  # adds those only ReFrame holds, values included
+        now = _held(chunk)
+        older = [s for s in found if s["session_info"]["uuid"] not in now]
+        if older and not _add_values(older):
+            loaded = [load(s) for s in sessions(uuids)]
+            return series_of(loaded), {s.uuid: Session(s.info, (), 0, {}) for s in loaded}
+    if missing:
+        held = _held(uuids)
+    try:
+        with _connect(write=False) as conn:
+            series = value_index.read(conn, [sid for sid, _, _ in held.values()]) if conn else []
+    except (sqlite3.Error, ValueError) as err:
+        raise SessionError(f"the session index {index_path()} cannot be read ({err}): it "
+                           "holds the only copy of pruned sessions; restore it from a "
+                           "backup, or check it with sqlite3 (PRAGMA integrity_check)") from None
+    return series, {u: Session(info, (), 0, {}) for u, (_, _, info) in held.items()}
 
 
 def listed() -> dict[str, tuple[float, str]]:

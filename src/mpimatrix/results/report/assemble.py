@@ -37,8 +37,8 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
                 statistics: dict | None = None, prices: dict | None = None,
                 baseline: str | None = None,
                 change_points: list | None = None, max_trends: int = 24,
-                earlier: Iterable | None = None, earlier_nights: Iterable | None = None
-                ) -> Report:
+                max_heatmaps: int = 12, earlier: Iterable | None = None,
+                earlier_nights: Iterable | None = None) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
     statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
     change_points is the seam of the history (trend.ChangePoint); by default the report
@@ -71,7 +71,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
     ctx.update(effects_section(data, cv, colours, session_axes(cur.cases)))
     ctx.update(layout_section(cv, colours))
-    ctx.update(compare_section(data, cv, colours, baseline))
+    ctx.update(compare_section(data, cv, colours, baseline, max_heatmaps))
     ctx.update(trend_section(data, colours, change_points, max_trends))
     ctx.update(cost_section(data, prices))
     every = resolve(ctx)
@@ -159,7 +159,8 @@ def layout_section(cv, colours: Colours) -> dict:
                                   for pl in c})}
 
 
-def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None) -> dict:
+def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None,
+                    limit: int = 12) -> dict:
     lines = data.lines()
     base = compare.choose_baseline(lines, wanted)
     out: dict = {"baseline": colours.label(base) if base else "", "compare_plots": [],
@@ -170,7 +171,7 @@ def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None) 
         base = compare.choose_baseline(lines, None)
         out["baseline"] = colours.label(base) if base else ""
     if base is not None and len(lines) > 1:
-        plots, rows, counts = compare.comparisons(cv, lines, base, colours)
+        plots, rows, counts = compare.comparisons(cv, lines, base, colours, limit)
         out.update(compare_plots=plots, compare_rows=rows, compare_counts=counts)
     return out
 

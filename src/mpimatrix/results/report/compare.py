@@ -86,12 +86,15 @@ def top_differences(base: Line, other: Line, rs: list[Ratio], colours: Colours,
              "n": f"{r.base.n}/{r.other.n}"} for r in sig[:limit]]
 
 
-def comparisons(cv: Curves, lines: list[Line], base: Line, colours: Colours
-                ) -> tuple[list[Job], list[dict], dict]:
-    """Heat maps and the largest significant differences of every line against the base;
-    counts of ratios, significant ones, and those measured once (no spread)."""
-    plots, rows = [], []
-    counts = {"ratios": 0, "significant": 0, "single": 0}
+def comparisons(cv: Curves, lines: list[Line], base: Line, colours: Colours,
+                limit: int = 12) -> tuple[list[Job], list[dict], dict]:
+    """Heat maps (of the `limit` builds with the most differences beyond the spread, in
+    the order of the lines; 0: every build) and the largest significant differences of
+    every line against the base; counts of ratios, significant ones, those measured once
+    (no spread), and the builds compared."""
+    rows = []
+    counts = {"ratios": 0, "significant": 0, "single": 0, "builds": 0}
+    drawn: list[tuple[Line, list[Ratio]]] = []
     for other in lines:
         if other == base:
             continue
@@ -100,6 +103,12 @@ def comparisons(cv: Curves, lines: list[Line], base: Line, colours: Colours
         counts["significant"] += sum(r.significant for r in rs)
         counts["single"] += sum(min(r.base.n, r.other.n) < 2 for r in rs)
         if rs:
-            plots.append(Job(heatmap, (base, other, rs, colours)))
+            drawn.append((other, rs))
         rows += top_differences(base, other, rs, colours)
+    counts["builds"] = len(drawn)
+    if 0 < limit < len(drawn):
+        most = sorted(range(len(drawn)), key=lambda k: -sum(r.significant
+                                                             for r in drawn[k][1]))[:limit]
+        drawn = [drawn[k] for k in sorted(most)]
+    plots = [Job(heatmap, (base, other, rs, colours)) for other, rs in drawn]
     return plots, rows, counts

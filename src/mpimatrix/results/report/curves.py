@@ -5,17 +5,34 @@ where they exist; unsized values (Barrier, atomics) as bars."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
-from .figures import Colours, Plot, grid, legend_below, log_y, size_axis, to_plot
+from .figures import (
+    LEGEND_ROW,
+    Colours,
+    Plot,
+    grid,
+    key_height,
+    legend_below,
+    legend_columns,
+    log_y,
+    size_axis,
+    to_plot,
+)
 from .model import Case, Line, placement_label, placement_order
 from .render import Job
 from .repetitions import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
 
 PAIR = ("intranode", "internode")
+#: builds on a plot above which the plots share one legend, drawn once above them: a
+#: legend of 40 builds under each of 80 plots took a third of their drawing time and
+#: half of each figure
+SHARED_LEGEND = 12
 #: (benchmark, placement, line, higher is better) -> [(size, ref, low, high)]
 RefPoints = dict[tuple[str, str, Line, bool], list[tuple[float, float, float, float]]]
 
@@ -45,27 +62,57 @@ def shown_placements(placements: list[str]) -> list[str]:
 
 
 def curve_jobs(cv: Curves, refs: RefPoints, colours: Colours) -> list[Job]:
-    out = []
+    every = sorted({ln for cols in cv.values() for pls in cols.values() for per in pls.values()
+                    for ln, pts in per.items() if sized(pts)})
+    shared = len(every) > SHARED_LEGEND
+    out = [Job(legend_plot, (every, bool(refs), colours))] if shared else []
     # point-to-point (a rate column) first, then collectives, each by name
     for (bench, table), cols in sorted(cv.items(), key=lambda kv: (
             not any(c in RATE_COLUMNS for c in kv[1]), kv[0])):
         if not any(sized(pts) for pls in cols.values() for ln in pls.values()
                    for pts in ln.values()):
             continue
-        out.append(Job(benchmark_plot, (bench, table, cols, refs, colours)))
+        out.append(Job(benchmark_plot, (bench, table, cols, refs, colours, shared)))
     return out
 
 
+def legend_plot(lines: list[Line], with_refs: bool, colours: Colours) -> Plot:
+    """The legend the benchmark plots share when they hold many builds."""
+    handles = [Line2D([], [], marker=colours.marker(ln), markersize=4, linewidth=1.4,
+                      **colours.of(ln)) for ln in lines]
+    labels = [colours.label(ln) for ln in lines]
+    if with_refs:
+        handles.append(Line2D([], [], marker="D", markersize=5, mfc="none",
+                              linestyle="none", color="#444444"))
+        labels.append("reference ± tolerance")
+    key = colours.key(ln.build for ln in lines)
+    keyed = [label for _, label in key]
+    width = 8.6
+    rows = math.ceil(len(labels) / legend_columns(width, labels))
+    fig = Figure(figsize=(width, 0.45 + LEGEND_ROW * rows + key_height(width, keyed)))
+    fig.suptitle(f"The {len(lines)} builds of the plots below", fontweight="bold")
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.4 /
+               fig.get_figheight()), ncol=legend_columns(width, labels), frameon=False)
+    if key:
+        fig.legend([h for h, _ in key], keyed, loc="lower center",
+                   ncol=min(legend_columns(width, keyed, 6), len(key)), frameon=False,
+                   handlelength=2.6, labelcolor="#444444")
+    return to_plot(fig, "curve-legend", "legend", f"the {len(lines)} builds: "
+                   + ", ".join(labels))
+
+
 def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
-                   colours: Colours) -> Plot:
-    fig, title, alt = benchmark_figure(bench, table, cols, refs, colours)
+                   colours: Colours, shared_legend: bool = False) -> Plot:
+    fig, title, alt = benchmark_figure(bench, table, cols, refs, colours, shared_legend)
     return to_plot(fig, f"curve-{title}", title, alt)
 
 
 def benchmark_figure(bench: str, table: str, cols: dict, refs: RefPoints,
-                     colours: Colours) -> tuple[Figure, str, str]:
+                     colours: Colours, shared_legend: bool = False
+                     ) -> tuple[Figure, str, str]:
     """The figure of one benchmark: a row per column (time, rate), a panel per placement,
-    a line per build (its gid "build:<name>"); its title and alt text."""
+    a line per build (its gid "build:<name>"), its legend under it unless the plots
+    share one; its title and alt text."""
     columns = list(cols)
     placements = shown_placements(sorted({p for c in cols.values() for p in c}))
     every = {ln for c in cols.values() for pl in placements for ln in c.get(pl, {})}
@@ -73,9 +120,9 @@ def benchmark_figure(bench: str, table: str, cols: dict, refs: RefPoints,
     if any(refs.get((bench, pl, ln, higher_is_better(col)))
            for col in columns for pl in placements for ln in every):
         labels.append("reference ± tolerance")
-    key = colours.key(ln.build for ln in every)
-    fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75, legend=labels,
-                     key=[label for _, label in key])
+    key = [] if shared_legend else colours.key(ln.build for ln in every)
+    fig, axes = grid(len(columns), len(placements), 3.6, 2.2, top=0.75,
+                     legend=None if shared_legend else labels, key=[label for _, label in key])
     title = f"{bench}{'' if table == 'default' else ' ' + table}"
     for i, col in enumerate(columns):
         for j, pl in enumerate(placements):
@@ -93,7 +140,8 @@ def benchmark_figure(bench: str, table: str, cols: dict, refs: RefPoints,
                 ax.text(0.5, 0.5, "not run", transform=ax.transAxes, ha="center",
                         color="#888888")
     fig.suptitle(title, fontweight="bold")
-    legend_below(fig, axes.flat, key)
+    if not shared_legend:
+        legend_below(fig, axes.flat, key)
     alt = (f"{title}: {', '.join(columns)} vs message size, {' and '.join(placements)}, "
            f"{len({ln.build for ln in every})} builds")
     return fig, title, alt
