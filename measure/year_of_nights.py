@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,9 @@ JUDGE = ("import sys; from pathlib import Path; "
 
 
 def commands(store: Path, newest: list[Path]) -> dict[str, list[str]]:
-    uuids = [json.loads(p.read_text())["session_info"]["uuid"] for p in newest]
+    with sqlite3.connect(store / "db" / "sessions-index.db") as conn:
+        uuids = [u for (u,) in conn.execute("SELECT uuid FROM sessions WHERE confirms = '' "
+                                            "ORDER BY start DESC LIMIT 2")]
     out = {
         "bless": [str(BIN / "mpimatrix"), "bless", "--since", "7d", "--mode", "nightly",
                   "--replace"],
@@ -84,7 +87,7 @@ def sizes(store: Path) -> dict[str, int]:
 
 def newest_reports(store: Path) -> list[Path]:
     files = [p for p in (store / "reports").glob("nightly-*.json") if not p.is_symlink()]
-    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)[:2]
+    return sorted(files, key=lambda p: p.stat().st_mtime, reverse=True)[:1]
 
 
 def measure(source: Path, mode: str, builds: int, checkpoints: list[int], work: Path,
@@ -122,8 +125,6 @@ def measure_store(store: Path, builds: int, nights: int, generated: float = 0.0)
 
 def stored_nights(store: Path) -> tuple[int, int]:
     """(nights in the store's session index, builds of its newest night)."""
-    import sqlite3
-
     with sqlite3.connect(store / "db" / "sessions-index.db") as conn:
         nights = conn.execute("SELECT count(*) FROM sessions WHERE confirms = ''").fetchone()[0]
     info = json.loads(newest_reports(store)[0].read_text())["session_info"]

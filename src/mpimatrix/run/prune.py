@@ -3,9 +3,10 @@ test case's bookkeeping, and the JSON report beside it) are kept for a while; ev
 session's values are kept for good in the session index (session_index.py), which is
 what the history, bless, the report and the gate's look back read.
 
-A session is dropped from ReFrame's database and the reports folder only once it is in
-the index; when the index cannot be written nothing is dropped. ReFrame deletes its
-sessions itself (`--delete-stored-sessions`); the report of `latest` is always kept."""
+A session is dropped from ReFrame's database only once it is in the index; when the index
+cannot be written nothing is dropped. ReFrame deletes its sessions itself
+(`--delete-stored-sessions`). The report files, the same sessions again, go after a day;
+the report of `latest` is always kept."""
 
 from __future__ import annotations
 
@@ -31,6 +32,10 @@ DEFAULT_KEEP = "7d"
 KEEP_ENV = "MPIMATRIX_KEEP_FULL"
 _AGE = re.compile(r"(\d+)([hdw])")
 _SECONDS = {"h": 3600, "d": 86400, "w": 7 * 86400}
+#: how long the report files are kept (`latest.json`'s always): the night reads its own
+#: and its confirmations' back while it is judged; after that they are a second copy of
+#: what ReFrame's database holds (`reframe --describe-stored-sessions` gives the same JSON)
+REPORT_KEEP = 86400
 #: sessions indexed at a time before they are dropped (each decoded in full once)
 _CHUNK = 8
 
@@ -102,7 +107,8 @@ def _delete_from_reframe(cutoff: int) -> None:
 
 
 def prune(keep: float, dry_run: bool = False, now: float | None = None) -> Pruned:
-    """Drop the full sessions that started more than `keep` seconds ago (indexed first)."""
+    """Drop the full sessions that started more than `keep` seconds ago (indexed first),
+    and the report files older than REPORT_KEEP but the one `latest.json` points to."""
     cutoff = int((now or time.time()) - keep)  # whole seconds, as ReFrame's period
     stored = reframe_index()  # oldest first
     old = [u for u, start in stored if start < cutoff]
@@ -116,8 +122,9 @@ def prune(keep: float, dry_run: bool = False, now: float | None = None) -> Prune
                 raise SessionError(f"the session index {session_index.index_path()} cannot be "
                                    "written: nothing was dropped; make it writable")
     keep_file = _latest_target()
-    files = [p for p in reports_dir().glob("*.json")
-             if not p.is_symlink() and p.resolve() != keep_file and p.stat().st_mtime < cutoff]
+    report_cutoff = max(cutoff, int((now or time.time()) - REPORT_KEEP))
+    files = [p for p in reports_dir().glob("*.json") if not p.is_symlink()
+             and p.resolve() != keep_file and p.stat().st_mtime < report_cutoff]
     freed = sum(p.stat().st_size for p in files)
     if not dry_run:
         # a few sessions per call: ReFrame decodes every session it deletes at once

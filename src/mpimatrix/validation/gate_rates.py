@@ -47,13 +47,15 @@ from ..results.night import judge_night
 from ..results.policy import DEFAULT_POLICY
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
+from ..run.prune import KEEP_ENV
 from .command import MPIMATRIX
 from .tally import Tally
 
 
 def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[dict, list]:
     """One `mpimatrix run`; returns its report and its confirmation reports."""
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+    # the experiment reads its sessions' report files back, whatever their age
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), KEEP_ENV: "all"}
     env.pop("MPIMATRIX_INJECT", None)
     if inject:
         env["MPIMATRIX_INJECT"] = inject

@@ -31,6 +31,7 @@ from pathlib import Path
 from ..results import history
 from ..results.measurements import load
 from ..results.sessions import load_report
+from ..run.prune import KEEP_ENV
 from .command import MPIMATRIX
 
 
@@ -88,7 +89,8 @@ def main(argv=None, prog: str | None = None) -> int:
                    help="only analyse the sessions of an earlier run's store")
     args = p.parse_args(argv)
     results = Path(args.results or f"/tmp/mpimatrix-history-{time.strftime('%Y%m%dT%H%M%S')}")
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
+    # the experiment reads its sessions' report files back, whatever their age
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), KEEP_ENV: "all"}
     env.pop("MPIMATRIX_INJECT", None)
     t0 = time.time()
     reports = []

@@ -16,7 +16,8 @@ measurement. A step (`--step BUILD:NIGHT:FACTOR[:software]`) multiplies the time
 build by FACTOR (and divides its rates) from that night on; with `software`, the build's
 software record changes the same night (a Debian package version), as an update would.
 
-Nights older than the retention rule (MPIMATRIX_KEEP_FULL, 7 days by default) are
+Report files are written for the nights of the last day (and the newest night); nights
+older than the retention rule (MPIMATRIX_KEEP_FULL, 7 days by default) are
 written as `mpimatrix run` leaves them after its `mpimatrix prune`: in the session index
 only. What it does not make: confirmation sessions (the gate decides those after a night) and
 the machine's own state changes (every build at once)."""
@@ -39,7 +40,7 @@ from ..paths import project_root, results_dir
 from ..results.sessions import SessionError, load_report, session_info, session_mode
 from ..results.software_store import store_software, stored_software
 from ..run import session_index
-from ..run.prune import KEEP_ENV, retention
+from ..run.prune import KEEP_ENV, REPORT_KEEP, retention
 
 NIGHT = 86400.0
 START_HOUR = 2 * 3600
@@ -291,8 +292,9 @@ def generate(source: Recorded, nights: int, builds: int, steps: list[Step], stor
             year.pruned += 1
         else:
             path = reports / (f"nightly-{info['time_start'][:15]}-{info['uuid'][:6]}.json")
-            path.write_text(json.dumps(session))
-            os.utime(path, (info["time_end_unix"], info["time_end_unix"]))
+            if keep is None or done == 1 or info["time_end_unix"] >= time.time() - REPORT_KEEP:
+                path.write_text(json.dumps(session))
+                os.utime(path, (info["time_end_unix"], info["time_end_unix"]))
             storage.store(session, str(path))
         if progress:
             progress(done, nights)
