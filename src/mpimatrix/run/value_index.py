@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 
 from ..results.history import Point, Series, session_series
 from ..results.measurements import Session
@@ -68,40 +69,32 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
     conn.executemany("INSERT INTO value_points VALUES(?, ?, ?, ?, ?, ?)", rows)
 
 
+def _rows_in(conn: sqlite3.Connection, sql: str, items: list) -> Iterator[tuple]:
+    """The rows of `sql`, whose `IN ({marks})` takes the items, a chunk at a time."""
+    for i in range(0, len(items), _CHUNK):
+        chunk = items[i:i + _CHUNK]
+        yield from conn.execute(sql.format(marks=",".join("?" * len(chunk))), chunk)
+
+
 def _name_ids(conn: sqlite3.Connection, keys: list[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for i in range(0, len(keys), _CHUNK):
-        chunk = keys[i:i + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        out.update(conn.execute(f"SELECT key, id FROM value_names WHERE key IN ({marks})",
-                                chunk).fetchall())
-    return out
+    return dict(_rows_in(conn, "SELECT key, id FROM value_names WHERE key IN ({marks})", keys))
 
 
 def held(conn: sqlite3.Connection, uuids: list[str]) -> dict[str, tuple[int, float, dict]]:
     """UUID -> (row id, start, session info) of these sessions whose values are kept."""
-    out = {}
-    for i in range(0, len(uuids), _CHUNK):
-        chunk = uuids[i:i + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for sid, uuid, start, info in conn.execute(
-                f"SELECT id, uuid, start, info FROM value_sessions WHERE uuid IN ({marks})",
-                chunk):
-            out[uuid] = (sid, float(start or 0.0), json.loads(info))
-    return out
+    return {uuid: (sid, float(start or 0.0), json.loads(info))
+            for sid, uuid, start, info in _rows_in(
+                conn, "SELECT id, uuid, start, info FROM value_sessions WHERE uuid IN ({marks})",
+                uuids)}
 
 
 def read(conn: sqlite3.Connection, ids: list[int]) -> list[Series]:
     """Every value's series over these sessions (row ids from `held`), oldest first, as
     history.series_of gives it from the sessions."""
-    sessions = {}
-    for i in range(0, len(ids), _CHUNK):
-        chunk = ids[i:i + _CHUNK]
-        marks = ",".join("?" * len(chunk))
-        for sid, uuid, start, metas in conn.execute(
-                f"SELECT id, uuid, start, metas FROM value_sessions WHERE id IN ({marks})",
-                chunk):
-            sessions[sid] = (uuid, float(start or 0.0), [tuple(m) for m in json.loads(metas)])
+    sessions = {sid: (uuid, float(start or 0.0), [tuple(m) for m in json.loads(metas)])
+                for sid, uuid, start, metas in _rows_in(
+                    conn, "SELECT id, uuid, start, metas FROM value_sessions WHERE id IN "
+                    "({marks})", ids)}
     heads: dict[int, tuple] = {}
     out: dict[int, Series] = {}
     for sid in sorted(sessions, key=lambda k: (sessions[k][1], k)):
@@ -109,12 +102,9 @@ def read(conn: sqlite3.Connection, ids: list[int]) -> list[Series]:
         points = conn.execute("SELECT name, value, samples, failed, meta FROM value_points "
                               "WHERE session = ?", (sid,)).fetchall()
         missing = [n for n, *_ in points if n not in heads]
-        for j in range(0, len(missing), _CHUNK):
-            chunk = missing[j:j + _CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for nid, key, head in conn.execute(
-                    f"SELECT id, key, head FROM value_names WHERE id IN ({marks})", chunk):
-                heads[nid] = (tuple(json.loads(key)), json.loads(head))
+        for nid, key, head in _rows_in(
+                conn, "SELECT id, key, head FROM value_names WHERE id IN ({marks})", missing):
+            heads[nid] = (tuple(json.loads(key)), json.loads(head))
         for nid, value, samples, failed, meta in points:
             if (s := out.get(nid)) is None:
                 key, (build, check, placement, var, unit, hib, ref_key, what) = heads[nid]
