@@ -114,12 +114,13 @@ def test_second_run_on_a_busy_store_waits_or_refuses(build, tmp_path):
     while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.1)
     refused = run(tmp_path, build, "--no-wait")
+    busy = first.poll() is None  # a loaded machine may end the first run by now
     waited = run(tmp_path, build)
     out, _ = first.communicate(timeout=600)
     assert first.returncode == 0, out[-2000:]
     assert refused.returncode == 3 and "is in use by mpimatrix run pid" in refused.stderr
     assert waited.returncode == 0, waited.stdout[-2000:]
-    assert "waiting for it to end" in waited.stderr
+    assert "waiting for it to end" in waited.stderr or not busy, waited.stderr
     reports = sorted(p.name for p in (tmp_path / "reports").glob("quick-*.json"))
     assert len(reports) == 2 and len(set(reports)) == 2  # both sessions, distinct reports
     for name in reports:
