@@ -15,8 +15,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mpimatrix"
 #: rank, or from its own subpackage.
 LAYERS = {
     "__init__": 0, "paths": 0, "units": 0, "shell": 0, "atomic": 0, "placement": 0,
-    "reference_file": 0, "strict_yaml": 0,
+    "strict_yaml": 0,
     "builds": 1, "suites": 1,
+    "reference_file": 1,  # keeps large files' parse in the cache folder (paths, atomic)
     "vcluster": 2,
     "rfm": 3, "results": 3,
     "site": 4,

@@ -15,6 +15,7 @@ import yaml
 from helpers import FIXTURES, judged, recorded_report, slow_class
 
 from mpimatrix.results import gate
+from mpimatrix.results.history import series_of
 from mpimatrix.results.host import value_class
 from mpimatrix.results.measurements import load as session_view
 from mpimatrix.results.report import ChangePoint, load, make_report
@@ -425,7 +426,7 @@ def test_real_cluster_session_has_layouts_and_crossovers():
 
 
 def test_change_points_come_from_the_history_by_default(nightly, refs):
-    found = history_change_points([session_view(s) for s in nightly])  # the five sessions
+    found = history_change_points(series_of([session_view(s) for s in nightly]))  # the five
     uuids = {s["session_info"]["uuid"] for s in nightly}
     assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
     rep = make_report(nightly, references=refs, max_trends=3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -220,9 +221,16 @@ def test_a_generated_month_judged_the_same_from_the_index_and_after_pruning(tmp_
                            str(refs))
         assert bless.returncode == 0, bless.stdout + bless.stderr
         judge = _judge(year, reports[-1])
-        return lines, changes.stdout, refs.read_text(), judge.returncode, judge.stdout
+        return (lines, changes.stdout, refs.read_text(), judge.returncode, judge.stdout,
+                _report(year, tmp_path, "--since", "14d"))
 
-    lines, changes, refs, rc, summary_text = judged_by_commands()
+    lines, changes, refs, rc, summary_text, report = judged_by_commands()
+    # the report of the stored fortnight (the newest night decoded, the older ones
+    # summarised from the index) is the one made of the whole sessions
+    fortnight = [p for p, night in zip(reports, full, strict=True)
+                 if night.start >= time.time() - 14 * 86400]
+    assert report == _report(year, tmp_path, *[a for p in fortnight for a in ("--report", str(p))])
+    assert f"Sessions in this report: {len(fortnight)} (" in report
     assert lines == expected
     assert "libmpimatrix-year-step (deb): added 1.0+night24" in changes
     plain = tmp_path / "refs-plain.yaml"
@@ -252,13 +260,24 @@ def test_a_generated_month_judged_the_same_from_the_index_and_after_pruning(tmp_
     assert reports[-1] in left and len(left) <= 2
     assert len(_index_uuids(year)) == 30
 
-    assert judged_by_commands() == (lines, changes, refs, rc, summary_text)
+    assert judged_by_commands() == (lines, changes, refs, rc, summary_text, report)
     # ReFrame's own listing sees what it still holds
     listed = subprocess.run([str(Path(sys.executable).parent / "reframe"), "-C",
                              str(Path(__file__).parents[1] / "site_config" /
                                  "reframe_config.py"), "--list-stored-sessions=all"],
                             capture_output=True, text=True, env=_env(year), timeout=300)
     assert all(u in listed.stdout for u in kept), listed.stdout + listed.stderr
+
+
+def _report(results: Path, tmp_path: Path, *selection: str) -> str:
+    """The page and summary `mpimatrix report --html` writes (its tables: sessions,
+    trends, change points, cost), but the time it was made and the images."""
+    out = _mpimatrix(results, "report", "--html", *selection, "--name", "r", "--output-dir",
+                     str(tmp_path / "html"))
+    assert out.returncode == 0, out.stderr
+    page = re.sub(r'src="data:[^"]*"', "", (tmp_path / "html" / "r.html").read_text())
+    return re.sub(r"generated \d{4}-\d\d-\d\d \d\d:\d\d UTC", "", page + (
+        tmp_path / "html" / "r.md").read_text())
 
 
 def _index_uuids(results: Path) -> set[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from ..reference_file import load_references, read_yaml, stats_path
+from ..reference_file import load_references, read_yaml_file, stats_path
 from .measurements import Case, Session, load
 from .policy import DEFAULT_POLICY, GatePolicy
 
@@ -33,7 +33,7 @@ class ReferenceSet:
         judges whole builds at the policy's build floor)."""
         refs = load_references(refs_file)
         try:
-            stats = read_yaml(stats_path(refs_file).read_text()) or {}
+            stats = read_yaml_file(stats_path(refs_file)) or {}
         except (OSError, yaml.YAMLError):
             stats = {}
         return cls(refs, stats if isinstance(stats, dict) else {}, policy)

@@ -25,7 +25,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from ..atomic import atomic_write
-from ..reference_file import INDEX, dump_yaml, load_references, read_yaml, stats_path
+from ..reference_file import INDEX, dump_yaml, load_references, read_yaml_file, stats_path
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
 from .reference_set import BUILDS_KEY
 from .samples import Samples, against_host, build_stats, collect
@@ -164,7 +164,7 @@ def read(path: Path) -> tuple[CommentedMap, dict]:
     stats: dict = {}
     sp = stats_path(path)
     if sp.exists():
-        stats = read_yaml(sp.read_text()) or {}
+        stats = read_yaml_file(sp) or {}
     return refs, stats
 
 

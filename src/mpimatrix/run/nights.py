@@ -23,13 +23,15 @@ def load_record_path() -> Path:
 _CHUNK = 2
 
 
-def _stored_newest_first(confirmations: bool, skip: str = "") -> Iterator[Session]:
-    """The stored sessions that are (or are not) confirmations, but `skip` (a UUID),
-    newest first, read a few at a time; the index says which are confirmations without
-    reading them. None when the results database cannot be read (the night is then
-    judged alone)."""
+def _stored_newest_first(confirmations: bool, skip: str = "",
+                         before: float | None = None) -> Iterator[Session]:
+    """The stored sessions that are (or are not) confirmations, but `skip` (a UUID) and
+    those started at or after `before`, newest first, read a few at a time; the index
+    says which are confirmations without reading them. None when the results database
+    cannot be read (the night is then judged alone)."""
     try:
-        uuids = [u for u, _ in reversed(stored_index()) if u != skip]
+        uuids = [u for u, t in reversed(stored_index())
+                 if u != skip and (before is None or t < before)]
     except SessionError:
         return
     known = session_index.listed()
@@ -45,13 +47,15 @@ def _stored_newest_first(confirmations: bool, skip: str = "") -> Iterator[Sessio
                 yield session
 
 
-def earlier_sessions(skip: str = "") -> Iterator[Session]:
-    """The stored sessions (not confirmations, not the one with UUID `skip`), newest
-    first, read a few at a time (a regression's last good session is usually recent)."""
-    yield from _stored_newest_first(False, skip)
+def earlier_sessions(skip: str = "", before: float | None = None) -> Iterator[Session]:
+    """The stored sessions (not confirmations, not the one with UUID `skip`, started
+    before `before`), newest first, read a few at a time (a regression's last good
+    session is usually recent)."""
+    yield from _stored_newest_first(False, skip, before)
 
 
-def previous_nights(skip: str = "") -> Iterator[tuple[Session, list[Session]]]:
+def previous_nights(skip: str = "", before: float | None = None
+                    ) -> Iterator[tuple[Session, list[Session]]]:
     """The stored sessions that were not disturbed by other programs, newest first, each
     with its confirmation sessions (a confirmation runs right after its session, so the
     confirmations are read newest first only as far as the sessions asked for)."""
@@ -60,7 +64,7 @@ def previous_nights(skip: str = "") -> Iterator[tuple[Session, list[Session]]]:
     confirmations = _stored_newest_first(True)
     seen: dict[str, list[Session]] = {}
     oldest_seen = float("inf")
-    for session in earlier_sessions(skip):
+    for session in earlier_sessions(skip, before):
         if session.uuid in disturbed:
             continue
         while oldest_seen > session.start:

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..paths import results_db
 from ..results.history import Series, series_of
 from ..results.measurements import Session, load
+from ..results.session_summary import SessionSummary, summarise
 from ..results.sessions import SessionError, session_info
 from . import value_index
 
@@ -169,6 +170,37 @@ def values(uuids: list[str]) -> tuple[list[Series], dict[str, Session]]:
                            "holds the only copy of pruned sessions; restore it from a "
                            "backup, or check it with sqlite3 (PRAGMA integrity_check)") from None
     return series, {u: Session(info, (), 0, {}) for u, (_, _, info) in held.items()}
+
+
+def summaries(uuids: list[str]) -> list[SessionSummary]:
+    """The summaries of these sessions (results/session_summary.py), in the order given,
+    from the index; a session indexed before it kept them is read once and its summary
+    kept (a store that cannot be written reads it every time). UUIDs found nowhere are
+    left out."""
+    held = _held(uuids)
+    try:
+        with _connect(write=False) as conn:
+            kept = value_index.summaries(conn, [sid for sid, _, _ in held.values()]) \
+                if conn else {}
+    except (sqlite3.Error, ValueError):
+        kept = {}
+    out = {u: kept[held[u][0]] for u in uuids if u in held and held[u][0] in kept}
+    for u in uuids:
+        if u not in out:
+            for raw in sessions([u]):  # one at a time: a night of 40 builds is 0.3 GB
+                session = load(raw)
+                out[u] = summarise(session)
+                _keep_summary(session)
+    return [out[u] for u in uuids if u in out]
+
+
+def _keep_summary(session: Session) -> None:
+    try:
+        with _connect(write=True) as conn:
+            if conn is not None and (row := value_index.held(conn, [session.uuid])):
+                value_index.write_summary(conn, row[session.uuid][0], session)
+    except sqlite3.Error:
+        pass  # a read-only store: summarised again next time
 
 
 def listed() -> dict[str, tuple[float, str]]:

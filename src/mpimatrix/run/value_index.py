@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from ..results.history import Point, Series, session_series
 from ..results.measurements import Session
+from ..results.session_summary import SessionSummary, summarise
 
 TABLES = (
     "CREATE TABLE IF NOT EXISTS value_sessions(id INTEGER PRIMARY KEY, uuid TEXT UNIQUE "
@@ -26,6 +27,8 @@ TABLES = (
     # clustered by session: a period's rows are read together
     "CREATE TABLE IF NOT EXISTS value_points(session INTEGER, name INTEGER, value REAL, "
     "samples TEXT, failed INTEGER, meta INTEGER, PRIMARY KEY(session, name)) WITHOUT ROWID",
+    # what a trend report lists of a session (results/session_summary.py)
+    "CREATE TABLE IF NOT EXISTS value_summaries(session INTEGER PRIMARY KEY, summary TEXT)",
 )
 _CHUNK = 500  # SQLite's bound parameters per statement stay under its limit
 
@@ -49,6 +52,7 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
                        (session.uuid,)).fetchone()
     if old:
         conn.execute("DELETE FROM value_points WHERE session = ?", old)
+        conn.execute("DELETE FROM value_summaries WHERE session = ?", old)
         conn.execute("DELETE FROM value_sessions WHERE id = ?", old)
     sid = conn.execute("INSERT INTO value_sessions(uuid, start, info, metas) "
                        "VALUES(?, ?, ?, ?)",
@@ -67,6 +71,19 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
         rows.append((sid, ids[k], p.value, json.dumps(p.samples), int(p.failed),
                      meta_at[(p.lock_sha256, p.build_hash, p.injected)]))
     conn.executemany("INSERT INTO value_points VALUES(?, ?, ?, ?, ?, ?)", rows)
+    write_summary(conn, sid, session)
+
+
+def write_summary(conn: sqlite3.Connection, sid: int, session: Session) -> None:
+    conn.execute("INSERT OR REPLACE INTO value_summaries VALUES(?, ?)",
+                 (sid, json.dumps(summarise(session).to_json())))
+
+
+def summaries(conn: sqlite3.Connection, ids: list[int]) -> dict[int, SessionSummary]:
+    """The kept summaries of these sessions (row ids from `held`); those kept before
+    the table existed are missing."""
+    return {sid: SessionSummary.from_json(json.loads(text)) for sid, text in _rows_in(
+        conn, "SELECT session, summary FROM value_summaries WHERE session IN ({marks})", ids)}
 
 
 def _rows_in(conn: sqlite3.Connection, sql: str, items: list) -> Iterator[tuple]:

@@ -10,16 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...units import human_size
+from .. import history
 from ..gate import Judgement
+from ..history import Series
 from ..night import judge_night
 from ..reference_set import ReferenceSet
+from ..session_summary import SessionSummary
 from ..status import Status
 from . import compare, cost, detection, effects, front, gate_view, layouts, page, trend
 from .axes import session_axes
-from .curves import curve_jobs, reference_points, unsized_plot
+from .curves import SHARED_LEGEND, curve_jobs, legend_plot, reference_points, unsized_plot
 from .figures import Colours, Plot
 from .model import DASH, Line, ReportData, Session, load
-from .render import Job, resolve
+from .render import Drawer, Job
 from .repetitions import crossovers, curves
 from .trendplot import cost_plot, trend_plot
 
@@ -38,7 +41,9 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
                 baseline: str | None = None,
                 change_points: list | None = None, max_trends: int = 24,
                 max_heatmaps: int = 12, earlier: Iterable | None = None,
-                earlier_nights: Iterable | None = None) -> Report:
+                earlier_nights: Iterable | None = None,
+                series: list[Series] | None = None,
+                older: Iterable[SessionSummary] = ()) -> Report:
     """The report of the sessions (one system). `statistics`: the reference file's noise
     statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
     change_points is the seam of the history (trend.ChangePoint); by default the report
@@ -46,35 +51,50 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     (results.night). `earlier`: sessions before the report's, newest first, where
     a regressed build's last good session is looked for (by default the report's own);
     `earlier_nights`: the same with their confirmations, where a value on watch was outside
-    before too (results.watch; by default the report's own sessions)."""
-    data = load(sessions, references)
+    before too (results.watch; by default the report's own sessions). `series`: the
+    sessions' history as history.series_of gives it (the session index keeps it, so no
+    session is read for it); by default made from the sessions. `older`: the summaries
+    of sessions before the newest that are not given whole (their values are in
+    `series`)."""
+    data = load(sessions, references, older)
     statistics = statistics or {}
     cur = data.current
-    before = [s for s in reversed(data.sessions) if s is not cur]
-    nights = [(s, data.confirming(s)) for s in before]
-    refset = ReferenceSet(references or {}, statistics)
-    night = judge_night(cur, data.confirming(cur), refset,
-                        itertools.chain(nights, earlier_nights or ()),
-                        before if earlier is None else itertools.chain(before, earlier))
-    if change_points is None:
-        change_points = gate_view.history_change_points(data.sessions)
-    prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
+    if series is None:
+        series = history.series_of(data.sessions)
     axes = {b: a for s in data.sessions for b, a in session_axes(s.cases).items()}
-    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}), axes)
+    colours = Colours(sorted({c.line for s in data.sessions for c in s.cases}
+                             | {Line(s.build, s.key[0]) for s in series
+                                if s.build != history.HOST}), axes)
     cv = curves(cur.cases)
     ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-    ctx.update(front_page(data, night.judgement, refset))
-    ctx.update(detection.floor_section(refset))
-    ctx["what_changed"] = gate_view.what_changed(night)
+    # the current session's figures are drawn while the history is judged
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
     ctx["unsized_plot"] = Job(unsized_plot, (cv, colours))
     ctx.update(effects_section(data, cv, colours, session_axes(cur.cases)))
     ctx.update(layout_section(cv, colours))
     ctx.update(compare_section(data, cv, colours, baseline, max_heatmaps))
-    ctx.update(trend_section(data, colours, change_points, max_trends))
-    ctx.update(cost_section(data, prices))
-    every = resolve(ctx)
+    drawer = Drawer()
+    try:
+        drawer.start(ctx)
+        before = [s for s in reversed(data.sessions) if s is not cur]
+        nights = [(s, data.confirming(s)) for s in before]
+        refset = ReferenceSet(references or {}, statistics)
+        night = judge_night(cur, data.confirming(cur), refset,
+                            itertools.chain(nights, earlier_nights or ()),
+                            before if earlier is None else itertools.chain(before, earlier))
+        if change_points is None:
+            change_points = gate_view.history_change_points(series)
+        prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
+        ctx.update(front_page(data, night.judgement, refset))
+        ctx.update(detection.floor_section(refset))
+        ctx["what_changed"] = gate_view.what_changed(night)
+        ctx.update(trend_section(data, series, colours, change_points, max_trends))
+        ctx.update(cost_section(data, prices))
+    except BaseException:
+        drawer.stop()
+        raise
+    every = drawer.finish(ctx)
     ctx["plot_count"] = len(every)
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
@@ -112,17 +132,15 @@ def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dic
         "builds": front.builds(data), "skipped": cur.skipped_builds,
         "nodes": front.nodes(cur), "partitions": data.partitions,
         "lock": cur.lock, "builds_source": cur.info.get("builds_source", ""),
-        "reframe": cur.info.get("version", ""), "current": session_row(cur),
-        "sessions": [session_row(s) for s in reversed(data.sessions)],
+        "reframe": cur.info.get("version", ""), "current": session_row(data.summaries[-1]),
+        "sessions": [session_row(s) for s in reversed(data.summaries)],
     }
 
 
-def session_row(s) -> dict:
-    counts = s.counts()
+def session_row(s: SessionSummary) -> dict:
     return {"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
-            "elapsed": s.info.get("time_elapsed"), "cases": len({c.key for c in s.cases}),
-            "failures": counts.get("fail", 0) + counts.get("abort", 0), "lock": s.lock,
-            "reframe": s.info.get("version", ""), "host": s.info.get("hostname", "")}
+            "elapsed": s.elapsed, "cases": s.cases, "failures": s.failures, "lock": s.lock,
+            "reframe": s.reframe, "host": s.host}
 
 
 def effects_section(data: ReportData, cv, colours: Colours, axes: dict) -> dict:
@@ -176,21 +194,27 @@ def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None,
     return out
 
 
-def trend_section(data: ReportData, colours: Colours, change_points, limit: int) -> dict:
-    gated = trend.trends(data, gated_only=True)
-    everything = gated or trend.trends(data, gated_only=False)
+def trend_section(data: ReportData, series: list[Series], colours: Colours, change_points,
+                  limit: int) -> dict:
+    gated = trend.trends(data, series, gated_only=True)
+    everything = gated or trend.trends(data, series, gated_only=False)
     cps = trend.attach(everything, change_points, data)
-    out = {"trend_plots": [], "trend_rows": [], "trend_gated": bool(gated),
-           "change_points": cps, "trend_sessions": len(data.sessions), "trend_total": 0}
+    out: dict[str, Any] = {
+        "trend_plots": [], "trend_legend": None, "trend_rows": [], "trend_gated": bool(gated),
+        "change_points": cps, "trend_sessions": len(data.summaries), "trend_total": 0}
     if not trend.spans(data):
         return out
     changes = trend.provenance_changes(data)
-    starts = {s.uuid: s.start for s in data.sessions}
+    starts = {s.uuid: s.start for s in data.summaries}
     groups = defaultdict(list)
     for t in everything:
         groups[t.group].append(t)
     chosen = trend.select(everything, limit)
-    out["trend_plots"] = [Job(trend_plot, (g, groups[g], colours, changes, starts))
+    shown = sorted({Line(t.series.build, t.partition) for g in chosen for t in groups[g]})
+    shared = len(shown) > SHARED_LEGEND
+    out["trend_legend"] = Job(legend_plot, (shown, False, colours, "trend-legend")) \
+        if shared else None
+    out["trend_plots"] = [Job(trend_plot, (g, groups[g], colours, changes, starts, shared))
                           for g in chosen]
     out["trend_total"] = len(groups)
     rows: list[dict[str, Any]] = sorted(

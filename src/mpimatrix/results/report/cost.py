@@ -92,11 +92,14 @@ def totals(cases: Sequence[Case], prices: dict[str, Price], key) -> list[dict]:
 
 def per_session(data: ReportData, prices: dict[str, Price]) -> list[dict]:
     rows = []
-    for s in data.sessions:
-        t = totals(s.cases, prices, lambda c: "all")
+    currency = next((p.currency for p in prices.values()), "")
+    for s in data.summaries:
+        priced = bool(prices) and all(p in prices for p in s.node_hours)
+        cost = sum(h * prices[p].per_node_hour for p, h in s.node_hours.items()) \
+            if priced else None
         rows.append({"what": f"{s.date} {s.mode} ({s.uuid[:8]})",
-                     "node_hours": t[0]["node_hours"] if t else 0.0,
-                     "cost": t[0]["cost"] if t else "-"})
+                     "node_hours": sum(s.node_hours.values()),
+                     "cost": money(cost, currency) if s.node_hours else "-"})
     return rows
 
 

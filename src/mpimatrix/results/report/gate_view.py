@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from .. import history
-from ..measurements import Session
 from ..night import Night
 from .trend import ChangePoint
 
@@ -16,12 +15,13 @@ def what_changed(night: Night) -> list[dict]:
              "changes": [x.text for x in c.changes or ()]} for c in night.changed]
 
 
-def history_change_points(sessions: list[Session]) -> list[ChangePoint]:
-    """Steps in each value's history against the host, in each whole build's and in the
-    host's (results.history, at least the policy's min_points sessions), with the lock
-    or build hash that changed at the step."""
+def history_change_points(series: list[history.Series]) -> list[ChangePoint]:
+    """Steps in each value's history (the sessions' series, as history.series_of gives
+    them) against the host, in each whole build's and in the host's (results.history, at
+    least the policy's min_points sessions), with the lock or build hash that changed at
+    the step."""
     out = []
-    for c in history.all_changes(sessions):
+    for c in history.steps_in(series).changes:
         part, env, _case, var = c.series.key
         before, after = c.series.points[c.index - 1], c.point
         causes = []

@@ -9,10 +9,12 @@ sessions make the trends and the cost per session.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from ...placement import placement_named
 from ..measurements import Case, Line, Session, as_session
+from ..session_summary import SessionSummary, summarise
 from ..sessions import SessionError
 
 
@@ -27,11 +29,14 @@ def from_mapping(cls, item):
 
 @dataclass
 class ReportData:
-    sessions: list[Session]  # oldest first
+    sessions: list[Session]  # oldest first: the sessions given whole
     system: str
     references: dict = field(default_factory=dict)  # the system's reference file, if any
     #: the gate's confirmation sessions (extras confirms=<uuid>): samples, not sessions
     confirmations: list[Session] = field(default_factory=list)
+    #: every session of the report, oldest first: those given whole and the older ones
+    #: given as their summaries (the sessions table, the cost, what changed between them)
+    summaries: list[SessionSummary] = field(default_factory=list)
 
     def confirming(self, s: Session) -> list[Session]:
         return [c for c in self.confirmations if c.confirms == s.uuid]
@@ -55,8 +60,11 @@ class ReportData:
         return sorted({c.line.build for c in self.current.cases})
 
 
-def load(sessions: list, references: dict | None = None) -> ReportData:
-    """The report's sessions, oldest first; refuses what would make a misleading report."""
+def load(sessions: list, references: dict | None = None,
+         older: Iterable[SessionSummary] = ()) -> ReportData:
+    """The report's sessions, oldest first, and the summaries of `older` ones (before the
+    newest session; their values come in as the history's series); refuses what would
+    make a misleading report."""
     if not sessions:
         raise SessionError("no session to report on: run `mpimatrix run` first, or name "
                            "sessions with --session UUID|PERIOD or --report FILE")
@@ -72,13 +80,16 @@ def load(sessions: list, references: dict | None = None) -> ReportData:
     views = [v for v in views if v.cases]
     confirmations = [v for v in views if v.confirms]
     views = [v for v in views if not v.confirms] or views  # only confirmations: show them
-    systems = sorted(set().union(*(v.systems for v in views)))
+    older = [o for o in older if o.uuid not in seen and o.cases and not o.confirms]
+    every: list[Session | SessionSummary] = [*views, *older]
+    systems = sorted(set().union(*(set(v.systems) for v in every)))
     if len(systems) > 1:
-        per = "; ".join(f"{s}: {', '.join(v.uuid[:8] for v in views if s in v.systems)}"
+        per = "; ".join(f"{s}: {', '.join(v.uuid[:8] for v in every if s in v.systems)}"
                         for s in systems)
         raise SessionError(f"the sessions come from {len(systems)} systems ({per}); a report "
                            "covers one system: name the sessions of one of them")
-    return ReportData(views, systems[0], references or {}, confirmations)
+    summaries = sorted([*older, *(summarise(v) for v in views)], key=lambda o: o.start)
+    return ReportData(views, systems[0], references or {}, confirmations, summaries)
 
 
 def by_line(cases: list[Case]) -> dict[Line, list[Case]]:

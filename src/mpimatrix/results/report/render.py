@@ -12,6 +12,7 @@ import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .figures import Plot
 
@@ -43,31 +44,82 @@ def workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def draw(jobs: list[Job]) -> list[Plot | None]:
-    n = min(workers(), len(jobs))
-    if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return [job() for job in jobs]
-    _PENDING[:] = jobs
-    try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
-            return pool.map(_draw, range(len(jobs)), chunksize=1)
-    finally:
+def _jobs_in(ctx: dict, keys) -> list[tuple[str, list[Job], bool]]:
+    slots = []
+    for key in keys:
+        value = ctx[key]
+        if isinstance(value, Job):
+            slots.append((key, [value], False))
+        elif isinstance(value, list) and value and all(isinstance(v, Job) for v in value):
+            slots.append((key, value, True))
+    return slots
+
+
+class Drawer:
+    """Draws the context's figures in worker processes a batch at a time, as soon as a
+    section has made them, while the caller goes on with the next sections (the
+    current session's figures need nothing of the history); `finish` draws what is left
+    and puts every plot in its place. The first batch reaches the forked workers by
+    inheritance, later ones pickled."""
+
+    def __init__(self) -> None:
+        self._batches: list = []  # (slots, pending result or None, jobs)
+        self._pool: Any = None  # multiprocessing.pool.Pool
+        self._sent: set[str] = set()
+
+    def start(self, ctx: dict) -> None:
+        """Begin drawing the context's Jobs not begun yet."""
+        slots = _jobs_in(ctx, [k for k in ctx if k not in self._sent])
+        self._sent.update(ctx)
+        jobs = [job for _, js, _ in slots for job in js]
+        if not jobs:
+            return
+        pending = None
+        if workers() > 1 and "fork" in multiprocessing.get_all_start_methods():
+            if self._pool is None:
+                _PENDING[:] = jobs
+                self._pool = multiprocessing.get_context("fork").Pool(workers())
+                pending = self._pool.map_async(_draw, range(len(jobs)), chunksize=1)
+            else:
+                pending = self._pool.map_async(_call, jobs, chunksize=1)
+        self._batches.append((slots, pending, jobs))
+
+    def finish(self, ctx: dict) -> list[Plot]:
+        """Every plot drawn and in its place; the plots in the order of the context."""
+        try:
+            self.start(ctx)
+            for slots, pending, jobs in self._batches:
+                drawn = iter(pending.get() if pending is not None else [j() for j in jobs])
+                for key, js, many in slots:
+                    plots = [p for p in (next(drawn) for _ in js) if p is not None]
+                    ctx[key] = plots if many else (plots[0] if plots else None)
+        except BaseException:
+            self.stop()
+            raise
+        self.stop()
+        drawn_keys = {key for slots, _, _ in self._batches for key, _, _ in slots}
+        every: list[Plot] = []
+        for key in ctx:
+            if key in drawn_keys:
+                value = ctx[key]
+                every += value if isinstance(value, list) else [value] if value else []
+        return every
+
+
+    def stop(self) -> None:
+        """Stop the workers (a report that failed leaves none behind)."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
         _PENDING.clear()
+
+
+def _call(job: Job) -> Plot | None:
+    return job()
 
 
 def resolve(ctx: dict) -> list[Plot]:
     """Draw every Job in the context's values (a Job or a list of them), in place; the
     plots, in the order of the context."""
-    slots = []
-    for key, value in ctx.items():
-        if isinstance(value, Job):
-            slots.append((key, [value], False))
-        elif isinstance(value, list) and value and all(isinstance(v, Job) for v in value):
-            slots.append((key, value, True))
-    drawn = iter(draw([job for _, jobs, _ in slots for job in jobs]))
-    every = []
-    for key, jobs, many in slots:
-        plots = [p for p in (next(drawn) for _ in jobs) if p is not None]
-        ctx[key] = plots if many else (plots[0] if plots else None)
-        every += plots
-    return every
+    return Drawer().finish(ctx)

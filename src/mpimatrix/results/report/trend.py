@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from .. import history
 from ..history import Point, Series
-from .model import ReportData, Session, from_mapping
+from .model import ReportData, from_mapping
 
 
 @dataclass(frozen=True)
@@ -86,9 +85,10 @@ class Trend:
                 ref * (1 + hi) if hi is not None else None)
 
 
-def trends(data: ReportData, gated_only: bool) -> list[Trend]:
-    """One trend per performance value over the sessions (only the values that have a
-    reference in some session when gated_only; their values before it count too)."""
+def trends(data: ReportData, series: list[Series], gated_only: bool) -> list[Trend]:
+    """One trend per performance value over the sessions, of their series (as
+    history.series_of gives them; only the values that have a reference in some session
+    when gated_only; their values before it count too)."""
     refs: dict[tuple, tuple[float, float | None, float | None]] = {}
     referenced = set()
     for s in data.sessions:
@@ -99,7 +99,7 @@ def trends(data: ReportData, gated_only: bool) -> list[Trend]:
                     referenced.add(key)
                     if c.measured and pv.value is not None:
                         refs[key] = (pv.ref, pv.lower, pv.upper)  # the newest wins
-    out = [Trend(s) for s in history.series_of(data.sessions)]
+    out = [Trend(s) for s in series]
     for t in out:
         t.ref = refs.get(t.key)
     return [t for t in out if not gated_only or t.key in referenced]
@@ -110,23 +110,15 @@ def provenance_changes(data: ReportData) -> dict[str, list[tuple[float, str]]]:
     out: dict[str, list[tuple[float, str]]] = defaultdict(list)
     prev_lock = None
     prev_hash: dict[str, str] = {}
-    for s in data.sessions:
+    for s in data.summaries:
         lock = s.lock
         if prev_lock is not None and lock != prev_lock:
             out["*"].append((s.start, f"lock {short(prev_lock)} → {short(lock)}"))
         prev_lock = lock
-        for env, h in build_hashes(s).items():
+        for env, h in s.build_hashes.items():
             if env in prev_hash and h != prev_hash[env]:
                 out[env].append((s.start, f"{env} {short(prev_hash[env])} → {short(h)}"))
             prev_hash[env] = h
-    return out
-
-
-def build_hashes(s: Session) -> dict[str, str]:
-    out = {}
-    for c in s.cases:
-        if c.build_hash:
-            out[c.environ] = c.build_hash
     return out
 
 
@@ -137,7 +129,7 @@ def short(sha: str) -> str:
 def attach(all_trends: list[Trend], points: list, data: ReportData) -> list[ChangePoint]:
     """Put the change points on their trends, naming the cause when none is given."""
     by_key = {t.key: t for t in all_trends}
-    starts = {s.uuid: s.start for s in data.sessions}
+    starts = {s.uuid: s.start for s in data.summaries}
     changes = provenance_changes(data)
     out = []
     for item in points or []:
@@ -167,4 +159,4 @@ def select(all_trends: list[Trend], limit: int) -> list[tuple[str, str, str]]:
 
 
 def spans(data: ReportData) -> bool:
-    return len(data.sessions) > 1
+    return len(data.summaries) > 1

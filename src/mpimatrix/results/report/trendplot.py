@@ -16,11 +16,15 @@ def when(start: float) -> dt.datetime:
 
 
 def trend_plot(group: tuple[str, str, str], members: list[Trend], colours: Colours,
-               changes: dict[str, list[tuple[float, str]]], starts: dict[str, float]) -> Plot:
+               changes: dict[str, list[tuple[float, str]]], starts: dict[str, float],
+               shared_legend: bool = False) -> Plot:
     """One value (check, placement, variable) over the sessions, a line per build, its
-    reference band, the change points (red) and the lock or build changes (dotted)."""
+    reference band, the change points (red) and the lock or build changes (dotted). With
+    a shared legend (many builds: curves.legend_plot above the trends) the plot's own
+    legend says only what the bands and red lines are."""
     check, placement, var = group
-    labels = [colours.label(Line(s.series.build, s.partition)) for s in members]
+    labels = [] if shared_legend else [colours.label(Line(s.series.build, s.partition))
+                                       for s in members]
     labels += ["reference ± tolerance", "change point"]
     fig, axes = grid(1, 1, 6.4, 2.3, left=0.9, top=0.45, bottom=0.45,
                      legend=labels)
@@ -32,7 +36,7 @@ def trend_plot(group: tuple[str, str, str], members: list[Trend], colours: Colou
         x = [when(p.time) for p in s.points]
         low, median, high = zip(*(p.spread for p in s.points), strict=True)
         ax.plot(x, median, marker="o", markersize=3.5, linewidth=1.3,
-                label=colours.label(line), **style)
+                label="_nolegend_" if shared_legend else colours.label(line), **style)
         if low != high:
             ax.fill_between(x, low, high, color=style["color"], alpha=0.15, linewidth=0)
         if s.ref and xs_all:
