@@ -269,6 +269,27 @@ def test_a_generated_month_judged_the_same_from_the_index_and_after_pruning(tmp_
     assert all(u in listed.stdout for u in kept), listed.stdout + listed.stderr
 
 
+def test_a_report_of_many_builds_shares_its_legends_and_decodes_one_night(tmp_path):
+    """Three nights of 25 builds (15 of them in the benchmark plots, above 12): the
+    benchmark and trend plots share a legend naming the builds, each trend plot keeps its
+    key for the red change lines; a summary of each night is kept in the index."""
+    fx = tmp_path / "fx" / "reports"
+    fx.mkdir(parents=True)
+    (fx / "compare-x.json").write_text(json.dumps(recorded_report(COMPARE)))
+    store = tmp_path / "store"
+    gen = _mpimatrix(store, "validate", "year", "--nights", "3", "--builds", "25", "--from",
+                     str(fx.parent), "--mode", "compare", "--results", str(store))
+    assert gen.returncode == 0, gen.stderr
+    with sqlite3.connect(store / "db" / "sessions-index.db") as conn:
+        kept = conn.execute("SELECT COUNT(*) FROM value_summaries").fetchone()[0]
+    assert kept == 3  # a summary per night, kept when the night was indexed
+    page = _report(store, tmp_path, "--since", "14d")
+    assert page.count('id="curve-legend"') == 1 and page.count('id="trend-legend"') == 1
+    shown = re.search(r'id="curve-legend"><img class="plot"  alt="the (\d+) builds: ', page)
+    assert shown and int(shown.group(1)) > 12, page[:2000]
+    assert "Sessions in this report: 3 (" in page
+
+
 def _report(results: Path, tmp_path: Path, *selection: str) -> str:
     """The page and summary `mpimatrix report --html` writes (its tables: sessions,
     trends, change points, cost), but the time it was made and the images."""
