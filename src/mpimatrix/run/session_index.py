@@ -233,18 +233,39 @@ def indexed(uuids: list[str]) -> dict[str, dict]:
     return out
 
 
-def from_reframe(uuid: str) -> dict | None:
-    """The session as ReFrame stored it (its JSON blob, read-only), None if not there."""
+def reframe_error(err: sqlite3.Error) -> SessionError:
+    """What to tell the user when ReFrame's database cannot be read."""
+    db, why = results_db(), str(err)
+    if "locked" in why or "busy" in why:
+        return SessionError(f"the results database {db} is busy ({why}): another process "
+                            "is writing it; try again")
+    if "unable to open" in why:
+        return SessionError(f"the results database {db} cannot be opened ({why}): check "
+                            "its permissions, or RFM_SQLITE_DB_FILE")
+    return unreadable(why)
+
+
+@contextlib.contextmanager
+def reframe_db() -> Iterator[sqlite3.Connection | None]:
+    """ReFrame's results database, read-only (None when there is none); its errors as
+    reframe_error says them."""
     db = results_db()
     if not db.exists():
-        return None
+        yield None
+        return
     try:
-        uri = f"{db.resolve().as_uri()}?mode=ro"
-        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=60)) as conn:
-            row = conn.execute("SELECT json_blob FROM sessions WHERE uuid = ?",
-                               (uuid,)).fetchone()
+        with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True,
+                                                timeout=60)) as conn:
+            yield conn
     except sqlite3.Error as err:
-        raise unreadable(str(err)) from None
+        raise reframe_error(err) from None
+
+
+def from_reframe(uuid: str) -> dict | None:
+    """The session as ReFrame stored it (its JSON blob, read-only), None if not there."""
+    with reframe_db() as conn:
+        row = conn.execute("SELECT json_blob FROM sessions WHERE uuid = ?",
+                           (uuid,)).fetchone() if conn else None
     if row is None:
         return None
     try:
