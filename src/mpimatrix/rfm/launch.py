@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from reframe.core.backends import register_launcher
@@ -27,6 +28,7 @@ from ..builds.record import BuildRecord
 from ..placement import Placement
 from ..shell import quote_argv
 from ..units import version_tuple
+from .placements import partition_shape
 
 #: Overrides the partitions' cpu_binding (core|none), for experiments
 #: (measure/noise_sources.py compares both).
@@ -188,17 +190,52 @@ def partition_method(partition) -> str:
 
 class BuildMpiexecLauncher(JobLauncher):
     """The build's own mpiexec/mpirun with placement flags (set by the check in
-    `argv`); options set by anyone else follow them, as with every ReFrame launcher."""
+    `argv`); options set by anyone else follow them, as with every ReFrame launcher.
+    A check that does not know its build (ReFrame's library checks such as hpctestlib's
+    osu_run, a site's own) gets the build of the environment it runs in, launched with
+    the job's ranks and ranks per node, unbound."""
 
     def __init__(self):
         super().__init__()
         self.argv: list[str] = []
 
     def command(self, job):
-        if not self.argv:
-            raise ConfigError(f"launcher {BUILD_MPIEXEC!r} is only for checks that know "
-                              "their build (mpimatrix.rfm.build_check.BuildCheck)")
-        return quote_argv(self.argv)
+        return quote_argv(self.argv or any_check_argv(job, _launching_check()))
+
+
+def _launching_check():
+    """The check whose job is being launched: ReFrame hands a launcher the job only,
+    from the check's run() (reframe.core.pipeline.RegressionTest.run)."""
+    from reframe.core.pipeline import RegressionTest
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        check = frame.f_locals.get("self")
+        if isinstance(check, RegressionTest):
+            return check
+        frame = frame.f_back
+    return None
+
+
+def any_check_argv(job, check) -> list[str]:
+    """The launch of a check that does not know its build: its environment's build
+    (the generated configuration's environments carry their build record), the job's
+    ranks over the nodes it asks for, all on one node where the partition has one."""
+    env = getattr(check, "current_environ", None)
+    record = (getattr(env, "extras", None) or {}).get("build")
+    if not record:
+        raise ConfigError(
+            f"launcher {BUILD_MPIEXEC!r}: the environment "
+            f"{getattr(env, 'name', '?')!r} names no build; run the check in one of the "
+            "environments site_config/reframe_config.py makes, one per build (`-p <build>`)")
+    build = BuildRecord.from_dict(record, origin=f"environment {env.name}")
+    ranks = max(1, int(job.num_tasks or 1))
+    ppn = max(1, min(int(job.num_tasks_per_node or ranks), ranks))
+    nodes = -(-ranks // ppn)
+    partition = getattr(check, "current_partition", None)
+    if nodes > partition_shape(partition)[0]:
+        nodes, ppn = 1, ranks  # a one-node partition runs them side by side
+    return own_launcher_argv(build, Placement(nodes, ppn))
 
 
 try:
