@@ -235,7 +235,10 @@ def any_check_argv(job, check) -> list[str]:
     partition = getattr(check, "current_partition", None)
     if nodes > partition_shape(partition)[0]:
         nodes, ppn = 1, ranks  # a one-node partition runs them side by side
-    return own_launcher_argv(build, Placement(nodes, ppn))
+    argv = own_launcher_argv(build, Placement(nodes, ppn))
+    # the job's own count where the last node is not full (7 ranks, 2 per node)
+    argv[argv.index("-np" if build.launcher_style == "openmpi" else "-n") + 1] = str(ranks)
+    return argv
 
 
 try:
