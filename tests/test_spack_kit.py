@@ -315,9 +315,15 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
     # slower from the session MVAPICH2 was slowed): the host's own step is named as the
     # machine's; every build's step is the changed build's
     builds = [i for i in steps if not lines[i].startswith("NEW SLOWER host ")]
-    assert builds and all(lines[i].startswith(f"NEW SLOWER {mvapich2} ") for i in builds), lines
+    blamed = [i for i in builds if lines[i].startswith(f"NEW SLOWER {mvapich2} ")]
+    assert blamed, lines
     assert all(": every build +" in lines[i] for i in set(steps) - set(builds)), lines
-    for i in builds:
+    # a step of an unchanged build is this machine's noise (a CI run: one value of MPICH
+    # and one of Open MPI 40-45 % slower from one session on, p < 0.001): it names
+    # no software change; the IMB -O3 is named for MVAPICH2 and for no other build
+    for i in set(builds) - set(blamed):
+        assert lines[i + 1].endswith(": no recorded software change"), lines[i:i + 3]
+    for i in blamed:
         assert lines[i + 1] == (f"      software session {uuids[first_after - 1][:8]} -> "
                                 f"{uuids[first_after][:8]}: changed"), lines[i:i + 3]
         assert lines[i + 2] == f"        {mvapich2}: {MVAPICH2_IMB}", lines[i:i + 3]
