@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
-from .measurements import Session
+from .measurements import Case, Session
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,18 @@ class SessionSummary:
             raise ValueError(f"not a session summary: {err}") from None
 
 
+def node_hours(c: Case) -> float:
+    """What a test case costs: its run time (the job, launcher included) x its nodes."""
+    return c.time_run * c.nodes / 3600
+
+
 def summarise(s: Session) -> SessionSummary:
     counts = Counter(c.result for c in s.cases)
     hours: dict[str, float] = {}
     hashes: dict[str, str] = {}
     for c in s.cases:
         part = c.line.partition
-        hours[part] = hours.get(part, 0.0) + c.time_run * c.nodes / 3600
+        hours[part] = hours.get(part, 0.0) + node_hours(c)
         if c.build_hash:
             hashes[c.environ] = c.build_hash
     elapsed = s.info.get("time_elapsed")

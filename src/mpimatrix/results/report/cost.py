@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from ..session_summary import node_hours
 from .model import Case, ReportData, Session
 
 
@@ -57,10 +58,6 @@ def read_prices(path) -> dict[str, Price]:
         raise PriceError(f"{path}: keys must be system:partition, e.g. vcluster:compute "
                          f"(got {bad[0]!r})")
     return {k: Price.of(v, f"{path}: {k}") for k, v in data.items()}
-
-
-def node_hours(c: Case) -> float:
-    return c.time_run * c.nodes / 3600
 
 
 def money(value: float | None, currency: str) -> str:
