@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -146,6 +147,90 @@ def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str]) -> 
     assert len(mvapich) == 1, sorted(by_build)
     for build in (*BUILDS, *mvapich):
         assert checks <= by_build.get(build, set()), (build, by_build.get(build))
+
+
+def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, request, tmp_path):
+    """The environment's `modules:` configuration written as an Lmod hierarchy (`spack
+    module lmod refresh`); `mpimatrix modules spack` names each kit row's MPI module and
+    its OSU and IMB modules in a builds file; `module avail` then shows the MPIs, and
+    ReFrame runs placement, IMB and OSU on each row through `module load`, as a user
+    loads them; the builds keep their Spack hash and say they came from modules."""
+    import yaml
+    from helpers import passed_cases, run_reframe
+
+    from mpimatrix.builds import lmod
+
+    if lmod.lmod_init() is None:
+        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
+            pytest.fail(f"Lmod is required here (MPIMATRIX_REQUIRE_LMOD=1): {lmod.INSTALL}")
+        pytest.skip(f"no Lmod: {lmod.INSTALL}")
+    spack, env_dir = kit_env["spack"], str(kit_env["env_dir"])
+    env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
+    env.pop("SPACK_ENV", None)
+    t0 = time.monotonic()
+    proc = subprocess.run([spack, "-e", env_dir, "module", "lmod", "refresh", "-y"], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    builds = tmp_path / "builds.yaml"
+    proc = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "modules", "spack",
+                           "--lock", str(kit_env["lock"]), str(builds)], env=env,
+                          capture_output=True, text=True, timeout=900)
+    _say(request, f"\n`spack module lmod refresh` and `mpimatrix modules spack`: rc "
+         f"{proc.returncode}, {time.monotonic() - t0:.0f} s\n{proc.stdout}{proc.stderr}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    entries = yaml.safe_load(builds.read_text())["builds"]
+    lock = read_lock(kit_env["lock"])
+    mpi_hashes = {n.hash for n in lock.nodes.values()
+                  if n.name in ("openmpi", "mpich", "mvapich2")}
+    assert len(entries) == len(CI_ROWS), entries
+    for e in entries:  # the MPI's own module (hashed), then its OSU and IMB under it
+        assert e["dag_hash"] in mpi_hashes and e["lock_sha256"] == lock.sha256, e
+        assert e["module"].endswith(f"-{e['dag_hash'][:7]}"), e
+        assert sorted(m.split("/")[0] for m in e["benchmarks"]) == [
+            "intel-mpi-benchmarks", "osu-micro-benchmarks"], e
+    modulepath = re.search(r"^  module use (.+)$", proc.stdout, re.M)[1].replace(" ", ":")
+    avail = subprocess.run(["bash", "--noprofile", "--norc", "-c",
+                            f"source {lmod.lmod_init()}; module -t avail 2>&1"],
+                           env={**env, "MODULEPATH": modulepath}, capture_output=True,
+                           text=True, timeout=120)
+    listed = set(avail.stdout.split())
+    assert {e["module"] for e in entries} <= listed, avail.stdout
+    # the benchmarks are the ones the modules put on the PATH: Spack's, under its prefixes
+    proc = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "builds", "--json"],
+                          env={**env, "MODULEPATH": modulepath, "MPIMATRIX_BUILDS": str(builds)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    records = {b["name"]: b for b in json.loads(proc.stdout)["builds"]}
+    assert sorted(records) == sorted(e["name"] for e in entries), proc.stdout[-3000:]
+    for e in entries:
+        rec = records[e["name"]]
+        assert rec["provenance"] == "module" and rec["dag_hash"] == e["dag_hash"], rec
+        assert set(rec["module_files"]) == {e["module"], *e["benchmarks"]}, rec
+        for suite, package in (("osu", "osu-micro-benchmarks"),
+                               ("imb", "intel-mpi-benchmarks")):
+            bench = rec["benchmarks"][suite]
+            assert bench["provenance"] == "module", bench
+            assert f"/{package}-" in bench["bin_dir"], bench  # <spack store>/<name>-<ver>-<hash>
+
+    results = tmp_path / "results"
+    proc, report = run_reframe(
+        results, "--mode", "quick", "-n", "MpiPlacementCheck", "-n",
+        r"ImbCheck%placement=intranode%benchmark=MPI1:PingPong$", "-n",
+        r"OsuCheck%placement=intranode%benchmark=latency$", "-r",
+        env={"MODULEPATH": modulepath, "MPIMATRIX_BUILDS": str(builds),
+             "MPIMATRIX_SPACK_SITE": "debian-local"}, timeout=1800)
+    assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    by_build: dict[str, set[str]] = {}
+    for tc in passed_cases(proc, report):
+        assert tc["build_provenance"] == "module", tc["build_name"]
+        by_build.setdefault(tc["build_name"], set()).add(tc["name"].split()[0])
+    _say(request, f"through module load: {sorted(by_build.items())}")
+    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
+    # each job loaded the modules, as a user's job would, and ran Spack's binaries
+    scripts = [p.read_text() for p in (results / "output").rglob("rfm_job.sh")]
+    for e in entries:
+        assert any(f"module load {e['benchmarks'][0]}" in t for t in scripts), e
+    assert sum("module load " in t for t in scripts) >= 3 * len(entries)
 
 
 INTERNODE = ("OsuCheck%placement=internode%benchmark=(latency|bw)$",

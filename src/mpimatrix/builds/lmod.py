@@ -1,9 +1,10 @@
 """Builds given as Lmod modules: what `module load` gives a user, tested as they get it.
 
 A builds file entry `{module: mpich/4.0.2, needs: [gcc/12]}` is resolved by loading the
-modules (`needs` first, in order) in a clean bash with Lmod's init, then asking the MPI
-on the PATH what it is, as discovery asks the MPIs it finds: the wrappers and launchers
-by name, the family and version from `mpichversion`, `mpirun --version` or `mpiexec
+modules (`needs` first, in order; then `benchmarks`, the modules of its OSU and IMB, as
+an Lmod hierarchy publishes them under the MPI) in a clean bash with Lmod's init, then
+asking the MPI on the PATH what it is, as discovery asks the MPIs it finds: the wrappers
+and launchers by name, the family and version from `mpichversion`, `mpirun --version` or `mpiexec
 --version`, the compiler from `mpicc --version`. The record keeps the modules; ReFrame's
 environment for the build loads them (ReFrame's Lmod backend), so a job runs what a user
 loads. A module that does not load, or loads no MPI, is skipped with the reason.
@@ -27,12 +28,17 @@ from .record import NAME_PATTERN, BuildError, BuildRecord
 
 DEBIAN_LMOD = Path("/usr/share/lmod/lmod")
 INSTALL = "apt-get install lmod (Debian), or set LMOD_PKG to Lmod's directory"
+#: fields of a builds file entry naming a module; RECORD_FIELDS pass to the record as
+#: given (a module tree Spack wrote: the lock's build, for what changed; its PMI for srun)
+RECORD_FIELDS = ("pmi", "spec", "dag_hash", "lock_sha256")
+ENTRY_FIELDS = frozenset({"module", "needs", "benchmarks", "name", "fabric", "env",
+                          *RECORD_FIELDS})
 #: exit code of the probe script when a module does not load
 NOT_LOADED = 97
 #: what the probe prints after loading, one `key=value` block per question
 PROBE = r"""
 echo "path_after=$PATH"
-for t in mpicc mpiexec mpirun; do echo "which_$t=$(command -v $t)"; done
+for t in mpicc mpiexec mpirun osu_latency IMB-MPI1; do echo "which_$t=$(command -v $t)"; done
 # the wrapper's own: Debian's /usr/bin/mpichversion answers whichever MPI is loaded
 echo "@@mpichversion"; "$(dirname "$(command -v mpicc)")/mpichversion" 2>/dev/null | head -5
 echo "@@mpirun"; mpirun --version 2>&1 | head -3
@@ -92,18 +98,22 @@ def module_shell(modules: list[str], script: str, timeout: float = 60
 def module_build(entry: dict, origin: str) -> BuildRecord:
     """The build record of a builds file entry naming a module (module docstring);
     raises BuildError naming `origin` and the module when it cannot be one."""
-    module, needs = entry.get("module"), entry.get("needs") or []
+    module = entry.get("module")
+    needs, benches = entry.get("needs") or [], entry.get("benchmarks") or []
     where = f"{origin}: module {module!r}"
     if not isinstance(module, str) or not module.strip():
         raise BuildError(f"{origin}: 'module' must be a module name, e.g. mpich/4.0.2")
-    if not isinstance(needs, list) or not all(isinstance(m, str) and m for m in needs):
-        raise BuildError(f"{where}: 'needs' must be a list of module names loaded first, "
-                         f"e.g. [gcc/12], not {needs!r:.60}")
-    unknown = sorted(map(str, set(entry) - {"module", "needs", "name", "fabric", "env"}))
+    for field, value, example in (("needs", needs, "[gcc/12], loaded first"),
+                                  ("benchmarks", benches, "[osu-micro-benchmarks/7.4], "
+                                   "loaded after it")):
+        if not isinstance(value, list) or not all(isinstance(m, str) and m for m in value):
+            raise BuildError(f"{where}: '{field}' must be a list of module names, e.g. "
+                             f"{example}, not {value!r:.60}")
+    unknown = sorted(map(str, set(entry) - ENTRY_FIELDS))
     if unknown:
-        raise BuildError(f"{where} has unknown fields {unknown}; allowed: env, fabric, "
-                         "module, name, needs")
-    modules = [*needs, module]
+        raise BuildError(f"{where} has unknown fields {unknown}; allowed: "
+                         f"{', '.join(sorted(ENTRY_FIELDS))}")
+    modules = [*needs, module, *benches]
     try:
         proc = module_shell(modules, PROBE)
     except subprocess.TimeoutExpired:
@@ -139,6 +149,7 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
         raise BuildError(f"{where}: give it a name (letters, digits, . _ + -): "
                          f"{name!r} cannot be a ReFrame environment")
     env = entry.get("env") or {}  # not a mapping: from_dict says so
+    installs = _bench_installs(benches, probe, added, where)
     device = re.search(r"(?:MPICH|MVAPICH2?) Device:\s+(\S+)", probe.get("mpichversion", ""))
     # through from_dict: the entry's own fields (name, fabric, env) checked as any record's
     return BuildRecord.from_dict({
@@ -147,8 +158,41 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
         "launcher_style": fam.launcher_style, "compiler": _compiler(probe.get("mpicc", "")),
         "fabric": entry.get("fabric") or (device.group(1) if device else ""),
         "env": {**fam.env, **env} if isinstance(env, dict) else env,
-        "modules": modules,
+        "modules": modules, "benchmarks": installs,
+        **{k: entry[k] for k in RECORD_FIELDS if k in entry},
         "module_files": _module_files(modules, probe.get("location", ""))}, origin)
+
+
+def _bench_installs(benches: list[str], probe: dict[str, str], added: set[str],
+                    where: str) -> dict[str, dict]:
+    """OSU and IMB as the `benchmarks` modules put them on the PATH: {suite: install}.
+    The version is the suite's module's (osu-micro-benchmarks/7.4 -> 7.4), else none."""
+    if not benches:
+        return {}
+    out = {}
+    for suite, binary in (("osu", "osu_latency"), ("imb", "IMB-MPI1")):
+        path = probe.get(f"which_{binary}", "")
+        if not path or str(Path(path).parent) not in added:
+            continue
+        found = Path(path)
+        # OSU installs below libexec/osu-micro-benchmarks/mpi/<kind>/ (its checks search
+        # the tree); IMB's binaries sit in one folder
+        bin_dir = found.parents[2] if found.parent.parent.name == "mpi" else found.parent
+        module = next((m for m in benches if suite_of_module(m) == suite), "")
+        out[suite] = {"suite": suite, "bin_dir": str(bin_dir), "provenance": "module",
+                      "version": module.rpartition("/")[2]}
+    if not out:
+        raise BuildError(f"{where}: its benchmarks modules {benches} put neither osu_latency "
+                         "nor IMB-MPI1 on the PATH; name the modules of the OSU and IMB "
+                         "built on it (`module avail` after loading it)")
+    return out
+
+
+def suite_of_module(module: str) -> str:
+    """'osu' or 'imb' by a module's name (osu-micro-benchmarks/7.4, imb/2021.7), or ''."""
+    name = module.lower()
+    return "osu" if "osu" in name else "imb" if "imb" in name or "mpi-benchmarks" in name \
+        else ""
 
 
 def _sections(out: str) -> dict[str, str]:
