@@ -119,7 +119,9 @@ def test_builds_named_by_module_are_the_builds_discovery_finds(tree, discovered,
     builds = tmp_path / "builds.yaml"
     builds.write_text(yaml.safe_dump({"builds": [
         *({"module": n} for n in names), {"module": "nosuch/1.0"}, {"module": "broken/1.0"},
-        {"module": names[0], "needs": "gcc"}]}))
+        {"module": names[0], "needs": "gcc"},
+        {"module": names[0], "name": "bench-string", "benchmarks": "osu"},
+        {"module": names[0], "name": "bench-no-osu", "benchmarks": ["broken/1.0"]}]}))
     proc = mpimatrix("builds", "--json", root=root, builds=builds)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -140,6 +142,9 @@ def test_builds_named_by_module_are_the_builds_discovery_finds(tree, discovered,
              "/usr/bin/mpicc, is not from a folder it adds") if Path("/usr/bin/mpicc").exists()
             else "module 'broken/1.0' loads no MPI this project knows") in skipped["broken/1.0"]
     assert "'needs' must be a list of module names" in skipped[names[0]]
+    assert "'benchmarks' must be a list of module names" in skipped["bench-string"]
+    assert ("its benchmarks modules ['broken/1.0'] put neither osu_latency nor IMB-MPI1 on "
+            "the PATH") in skipped["bench-no-osu"]
 
 
 def test_the_reframe_configuration_loads_the_modules(tree, tmp_path, monkeypatch):
@@ -177,6 +182,7 @@ def test_the_quick_mode_runs_through_module_load(tree, tmp_path):
         name = module.replace("/", "-")
         assert {("MpiPlacementCheck", name), ("ImbCheck", name)} <= ran, ran
     assert all(tc["build_provenance"] == "module" for tc in cases)
+    assert {tc["build_modules"] for tc in cases} == set(RUN)
     # each job loaded its build's module, as a user's job would
     scripts = list((results / "output").rglob("rfm_job.sh"))
     assert scripts

@@ -149,14 +149,12 @@ def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str]) -> 
         assert checks <= by_build.get(build, set()), (build, by_build.get(build))
 
 
-def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, request, tmp_path):
+@pytest.fixture(scope="module")
+def kit_modules(kit_env, request, tmp_path_factory):
     """The environment's `modules:` configuration written as an Lmod hierarchy (`spack
-    module lmod refresh`); `mpimatrix modules spack` names each kit row's MPI module and
-    its OSU and IMB modules in a builds file; `module avail` then shows the MPIs, and
-    ReFrame runs placement, IMB and OSU on each row through `module load`, as a user
-    loads them; the builds keep their Spack hash and say they came from modules."""
+    module lmod refresh`) and `mpimatrix modules spack`'s builds file naming each kit
+    row's modules; {builds, entries, modulepath, stdout}."""
     import yaml
-    from helpers import passed_cases, run_reframe
 
     from mpimatrix.builds import lmod
 
@@ -171,14 +169,31 @@ def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, request, t
     proc = subprocess.run([spack, "-e", env_dir, "module", "lmod", "refresh", "-y"], env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    builds = tmp_path / "builds.yaml"
+    builds = tmp_path_factory.mktemp("modules") / "builds.yaml"
     proc = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "modules", "spack",
                            "--lock", str(kit_env["lock"]), str(builds)], env=env,
                           capture_output=True, text=True, timeout=900)
     _say(request, f"\n`spack module lmod refresh` and `mpimatrix modules spack`: rc "
          f"{proc.returncode}, {time.monotonic() - t0:.0f} s\n{proc.stdout}{proc.stderr}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    entries = yaml.safe_load(builds.read_text())["builds"]
+    return {"builds": builds, "entries": yaml.safe_load(builds.read_text())["builds"],
+            "stdout": proc.stdout, "env": env,
+            "modulepath": re.search(r"^  module use (.+)$", proc.stdout, re.M)[1].replace(
+                " ", ":")}
+
+
+def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, kit_modules, request,
+                                                             tmp_path):
+    """`mpimatrix modules spack` names each kit row's MPI module and its OSU and IMB
+    modules; `module avail` then shows the MPIs, and ReFrame runs placement, IMB and OSU
+    on each row through `module load`, as a user loads them; the builds keep their Spack
+    hash, and the report says they came from modules, and which."""
+    from helpers import passed_cases, run_reframe
+
+    from mpimatrix.builds import lmod
+
+    entries, builds, env = kit_modules["entries"], kit_modules["builds"], kit_modules["env"]
+    modulepath = kit_modules["modulepath"]
     lock = read_lock(kit_env["lock"])
     mpi_hashes = {n.hash for n in lock.nodes.values()
                   if n.name in ("openmpi", "mpich", "mvapich2")}
@@ -188,7 +203,6 @@ def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, request, t
         assert e["module"].endswith(f"-{e['dag_hash'][:7]}"), e
         assert sorted(m.split("/")[0] for m in e["benchmarks"]) == [
             "intel-mpi-benchmarks", "osu-micro-benchmarks"], e
-    modulepath = re.search(r"^  module use (.+)$", proc.stdout, re.M)[1].replace(" ", ":")
     avail = subprocess.run(["bash", "--noprofile", "--norc", "-c",
                             f"source {lmod.lmod_init()}; module -t avail 2>&1"],
                            env={**env, "MODULEPATH": modulepath}, capture_output=True,
@@ -231,6 +245,19 @@ def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, request, t
     for e in entries:
         assert any(f"module load {e['benchmarks'][0]}" in t for t in scripts), e
     assert sum("module load " in t for t in scripts) >= 3 * len(entries)
+    # the report's builds table says each came from modules, which, and its Spack hash
+    reports = tmp_path / "html"
+    proc = subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "report", "--html",
+                           "--report", str(results / "reports" / "test-report.json"),
+                           "--name", "modules", "--output-dir", str(reports)],
+                          env={**env, "MPIMATRIX_RESULTS": str(results)}, capture_output=True,
+                          text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    summary = (reports / "modules.md").read_text()
+    for e in entries:
+        row = next(ln for ln in summary.splitlines() if ln.startswith(f"| {e['name']} |"))
+        assert (f"| module (`module load {' '.join([e['module'], *e['benchmarks']])}`) "
+                f"| {e['dag_hash'][:7]} |") in row, row
 
 
 INTERNODE = ("OsuCheck%placement=internode%benchmark=(latency|bw)$",
@@ -276,6 +303,50 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
     _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
+
+
+@pytest.mark.cluster
+def test_cluster_loads_the_kit_modules_inside_the_slurm_jobs(kit_modules, request):
+    """The kit rows through their Spack modules on the emulated cluster: IMB PingPong and
+    placement between the two nodes, launched by srun, each job loading the build's
+    modules on the nodes."""
+    from test_vcluster import _require_cluster, _short_tmpdir
+
+    from mpimatrix.vcluster import cluster
+    from mpimatrix.vcluster.layout import Layout
+
+    _require_cluster()
+    lay = Layout.at(_short_tmpdir("k"), 2)
+    cluster.up(lay)
+    results = _short_tmpdir("r")
+    try:
+        env = dict(kit_modules["env"], MPIMATRIX_BUILDS=str(kit_modules["builds"]),
+                   MODULEPATH=kit_modules["modulepath"], MPIMATRIX_RESULTS=str(results))
+        env.pop("MPIMATRIX_LOCK", None)
+        proc = subprocess.run(
+            [str(Path(sys.executable).parent / "mpimatrix"), "cluster", "run", "--dir",
+             str(lay.dir), "--", "--partition", "compute$", "--no-confirm", "--",
+             "--max-retries=1", "-n", INTERNODE[-1], "-n",
+             "MpiPlacementCheck%placement=internode$"],
+            env=env, capture_output=True, text=True, timeout=3600)
+    finally:
+        cluster.down(lay)
+    tail = [line for line in proc.stdout.splitlines() if line.startswith(
+        ("mpimatrix:", "[  PASSED  ]", "[  FAILED  ]"))]
+    _say(request, f"\n`mpimatrix cluster run` through the kit modules: rc {proc.returncode}\n"
+         + "\n".join(tail[-20:]))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    by_build: dict[str, set[str]] = {}
+    for tc in _session_cases(results):
+        assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
+        assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
+        assert tc["build_provenance"] == "module", tc["build_name"]
+        by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
+    _assert_every_kit_build(by_build, {"ImbCheck", "MpiPlacementCheck"})
+    scripts = [p.read_text() for p in results.rglob("rfm_job.sh")]
+    assert scripts, f"no job scripts under {results}"
+    for e in kit_modules["entries"]:
+        assert any("#SBATCH" in t and f"module load {e['module']}" in t for t in scripts), e
 
 
 #: The kit rows with one dependency changed: the MVAPICH2 row's IMB built with -O3.

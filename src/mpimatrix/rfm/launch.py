@@ -127,15 +127,17 @@ def rank_env(build: BuildRecord) -> dict[str, str]:
     return {} if "pt2pt" in names else {OSC_VAR: ",".join([*names, "pt2pt"])}
 
 
-def own_launcher_argv(build: BuildRecord, placement: Placement, bind: bool = False
-                      ) -> list[str]:
-    """The build's own mpirun/mpiexec with explicit placement (and binding) flags."""
+def own_launcher_argv(build: BuildRecord, placement: Placement, bind: bool = False,
+                      ranks: int | None = None) -> list[str]:
+    """The build's own mpirun/mpiexec with explicit placement (and binding) flags;
+    `ranks` fewer than the placement's fills its last node partly."""
+    ranks = placement.ranks if ranks is None else ranks
     if build.launcher_style == "openmpi":
         # Open MPI binds by default: without binding it must be told.
-        return [build.launcher, "-np", str(placement.ranks), "--map-by",
+        return [build.launcher, "-np", str(ranks), "--map-by",
                 f"ppr:{placement.ppn}:node", "--bind-to", "core" if bind else "none"]
     binding = ["-bind-to", "core"] if bind else []
-    return [build.launcher, "-n", str(placement.ranks), "-ppn", str(placement.ppn), *binding]
+    return [build.launcher, "-n", str(ranks), "-ppn", str(placement.ppn), *binding]
 
 
 def srun_options(plugin: str, placement: Placement, bind: bool = False) -> list[str]:
@@ -235,10 +237,8 @@ def any_check_argv(job, check) -> list[str]:
     partition = getattr(check, "current_partition", None)
     if nodes > partition_shape(partition)[0]:
         nodes, ppn = 1, ranks  # a one-node partition runs them side by side
-    argv = own_launcher_argv(build, Placement(nodes, ppn))
     # the job's own count where the last node is not full (7 ranks, 2 per node)
-    argv[argv.index("-np" if build.launcher_style == "openmpi" else "-n") + 1] = str(ranks)
-    return argv
+    return own_launcher_argv(build, Placement(nodes, ppn), ranks=ranks)
 
 
 try:

@@ -23,6 +23,8 @@ class ProvenanceMixin(rfm.RegressionTestPlugin):
     build_hash = variable(str, value="")
     build_spec = variable(str, value="")
     build_provenance = variable(str, value="")
+    #: The modules the job loads, space-separated (a build given as Lmod modules).
+    build_modules = variable(str, value="")
     #: The build's axes (its record's fields), for the report's families side by side.
     build_family = variable(str, value="")
     build_version = variable(str, value="")
@@ -46,6 +48,7 @@ class ProvenanceMixin(rfm.RegressionTestPlugin):
         self.build_hash = b.dag_hash
         self.build_spec = b.spec
         self.build_provenance = b.provenance
+        self.build_modules = " ".join(b.modules)
         self.build_family, self.build_version = b.family, b.version
         self.build_fabric, self.build_compiler = b.fabric, b.compiler
         self.lock_sha256 = b.lock_sha256

@@ -190,15 +190,16 @@ def summaries(uuids: list[str]) -> list[SessionSummary]:
             for raw in sessions([u]):  # one at a time: a night of 40 builds is 0.3 GB
                 session = load(raw)
                 out[u] = summarise(session)
-                _keep_summary(session)
+                if u in held:  # a session not in the index has no row to keep it in
+                    _keep_summary(held[u][0], out[u])
     return [out[u] for u in uuids if u in out]
 
 
-def _keep_summary(session: Session) -> None:
+def _keep_summary(row_id: int, summary: SessionSummary) -> None:
     try:
         with _connect(write=True) as conn:
-            if conn is not None and (row := value_index.held(conn, [session.uuid])):
-                value_index.write_summary(conn, row[session.uuid][0], session)
+            if conn is not None:
+                value_index.write_summary(conn, row_id, summary)
     except sqlite3.Error:
         pass  # a read-only store: summarised again next time
 

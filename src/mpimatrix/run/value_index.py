@@ -71,12 +71,12 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
         rows.append((sid, ids[k], p.value, json.dumps(p.samples), int(p.failed),
                      meta_at[(p.lock_sha256, p.build_hash, p.injected)]))
     conn.executemany("INSERT INTO value_points VALUES(?, ?, ?, ?, ?, ?)", rows)
-    write_summary(conn, sid, session)
+    write_summary(conn, sid, summarise(session))
 
 
-def write_summary(conn: sqlite3.Connection, sid: int, session: Session) -> None:
+def write_summary(conn: sqlite3.Connection, sid: int, summary: SessionSummary) -> None:
     conn.execute("INSERT OR REPLACE INTO value_summaries VALUES(?, ?)",
-                 (sid, json.dumps(summarise(session).to_json())))
+                 (sid, json.dumps(summary.to_json())))
 
 
 def summaries(conn: sqlite3.Connection, ids: list[int]) -> dict[int, SessionSummary]:

@@ -67,37 +67,30 @@ def money(value: float | None, currency: str) -> str:
     return f"{currency} {value:.{digits}f}".strip()
 
 
+def cost_of(hours: dict[str, float], prices: dict[str, Price]) -> float | None:
+    """The price of node-hours per partition; None when one of them has no price."""
+    if not prices or any(p not in prices for p in hours):
+        return None
+    return sum(h * prices[p].per_node_hour for p, h in hours.items())
+
+
 def totals(cases: Sequence[Case], prices: dict[str, Price], key) -> list[dict]:
     """Node-hours and cost grouped by key(case), largest first."""
-    hours: dict[str, float] = defaultdict(float)
-    cost: dict[str, float] = defaultdict(float)
-    priced: dict[str, bool] = defaultdict(lambda: True)
+    hours: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in cases:
-        k = key(c)
-        h = node_hours(c)
-        hours[k] += h
-        p = prices.get(c.line.partition)
-        if p is None:
-            priced[k] = False
-        else:
-            cost[k] += h * p.per_node_hour
+        hours[key(c)][c.line.partition] += node_hours(c)
     currency = next((p.currency for p in prices.values()), "")
-    return [{"what": k, "node_hours": hours[k],
-             "cost": money(cost[k], currency) if priced[k] and prices else "-"}
-            for k in sorted(hours, key=lambda k: -hours[k])]
+    rows = [{"what": k, "node_hours": sum(by.values()),
+             "cost": money(cost_of(by, prices), currency)} for k, by in hours.items()]
+    return sorted(rows, key=lambda r: -r["node_hours"])
 
 
 def per_session(data: ReportData, prices: dict[str, Price]) -> list[dict]:
-    rows = []
     currency = next((p.currency for p in prices.values()), "")
-    for s in data.summaries:
-        priced = bool(prices) and all(p in prices for p in s.node_hours)
-        cost = sum(h * prices[p].per_node_hour for p, h in s.node_hours.items()) \
-            if priced else None
-        rows.append({"what": f"{s.date} {s.mode} ({s.uuid[:8]})",
-                     "node_hours": sum(s.node_hours.values()),
-                     "cost": money(cost, currency) if s.node_hours else "-"})
-    return rows
+    return [{"what": f"{s.date} {s.mode} ({s.uuid[:8]})",
+             "node_hours": sum(s.node_hours.values()),
+             "cost": money(cost_of(s.node_hours, prices), currency) if s.node_hours else "-"}
+            for s in data.summaries]
 
 
 def fabric_pairs(prices: dict[str, Price], partitions: list[str]) -> list[tuple[str, str]]:

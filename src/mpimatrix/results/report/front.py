@@ -95,6 +95,7 @@ def builds(data: ReportData) -> list[dict]:
                   else "ok")
         out.append({"build": cases[0].line.build, "environ": env,
                     "provenance": first_defined(cases, "build_provenance"),
+                    "modules": first_defined(cases, "build_modules"),
                     "spec": first_defined(cases, "build_spec"),
                     "hash": first_defined(cases, "build_hash"),
                     "library": first_defined(cases, "library"),
@@ -103,7 +104,8 @@ def builds(data: ReportData) -> list[dict]:
                     "results": dict(results), "status": status})
     ran = set(per)
     out += [{"build": env, "environ": env, "status": "no test case ran", "results": {},
-             "provenance": "", "spec": "", "hash": "", "library": "", "imb": "", "osu": ""}
+             "provenance": "", "modules": "", "spec": "", "hash": "", "library": "", "imb": "",
+             "osu": ""}
             for env in s.listed_builds if env not in ran]
     return out
 
