@@ -63,9 +63,14 @@ def test_tight_references_fail_with_a_clear_message(buildset, quick_run, results
                     entry = [pv[0], None, None, pv[4]]
                 refs["ImbCheck"].setdefault("local:default", {}).setdefault(
                     tc["environ"], {}).setdefault(tc["ref_key"], {})[var.rsplit(":", 1)[1]] = entry
-    # one build keeps no reference at all: it must run and pass
-    free = sorted(refs["ImbCheck"]["local:default"])[0]
-    del refs["ImbCheck"]["local:default"][free]
+    # builds without any reference must run and pass. Two keep theirs: with three or more
+    # builds judged, every build 10x slower is the machine (a host factor of about 10, and
+    # whichever build strays from it by the tolerance is named: seen in a run); with two,
+    # each is judged against its own references, and each is a regression
+    judged = sorted(refs["ImbCheck"]["local:default"])
+    free_builds = [judged[0], *judged[3:]]
+    for free in free_builds:
+        del refs["ImbCheck"]["local:default"][free]
     path = results / "references" / "local.yaml"
     path.parent.mkdir(exist_ok=True)
     path.write_text(yaml.safe_dump(refs))
@@ -74,9 +79,11 @@ def test_tight_references_fail_with_a_clear_message(buildset, quick_run, results
                               "ImbCheck.*%benchmark=MPI1:PingPong$", "-r")
     assert proc.returncode == 1, proc.stdout[-2000:]
     cases = {tc["environ"]: tc for tc in report_cases(tight)}
-    assert cases[free]["result"] == "pass", (cases[free].get("fail_reason"), proc.stdout[-3000:])
-    failing = [tc for e, tc in cases.items() if e != free]
-    assert failing
+    for free in free_builds:
+        assert cases[free]["result"] == "pass", (cases[free].get("fail_reason"),
+                                                 proc.stdout[-3000:])
+    failing = [tc for e, tc in cases.items() if e not in free_builds]
+    assert 1 <= len(failing) <= 2, sorted(cases)
     for tc in failing:
         assert tc["result"] == "fail" and tc["fail_phase"] == "performance"
         reason = " ".join(tc["fail_reason"].split())
