@@ -91,6 +91,20 @@ def offline_kit_or_skip() -> Path:
     return kit
 
 
+def require_lmod() -> None:
+    """Skip without Lmod, saying how to install it; fail instead where
+    MPIMATRIX_REQUIRE_LMOD=1 (CI, which installs it)."""
+    import pytest
+
+    from mpimatrix.builds.lmod import INSTALL, lmod_home
+
+    if lmod_home() is None:
+        why = f"Lmod is not installed: {INSTALL}"
+        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
+            pytest.fail(f"MPIMATRIX_REQUIRE_LMOD=1 but {why}")
+        pytest.skip(why)
+
+
 #: Built from the offline kit when no build has OSU: one build of each family.
 KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
 

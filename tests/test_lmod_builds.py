@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import passed_cases, run_reframe
+from helpers import passed_cases, require_lmod, run_reframe
 
 from mpimatrix.builds import lmod
 from mpimatrix.builds.software import build_software
@@ -79,11 +79,7 @@ def discovered():
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory, discovered):
-    if lmod.lmod_home() is None:
-        why = "Lmod is not installed (apt-get install lmod)"
-        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
-            pytest.fail(f"MPIMATRIX_REQUIRE_LMOD=1 but {why}")
-        pytest.skip(why)
+    require_lmod()
     root = tmp_path_factory.mktemp("modules")
     proc = subprocess.run([MPIMATRIX, "modules", "write", str(root)], capture_output=True,
                           text=True, timeout=120)

@@ -155,13 +155,9 @@ def kit_modules(kit_env, request, tmp_path_factory):
     module lmod refresh`) and `mpimatrix modules spack`'s builds file naming each kit
     row's modules; {builds, entries, modulepath, stdout}."""
     import yaml
+    from helpers import require_lmod
 
-    from mpimatrix.builds import lmod
-
-    if lmod.lmod_init() is None:
-        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
-            pytest.fail(f"Lmod is required here (MPIMATRIX_REQUIRE_LMOD=1): {lmod.INSTALL}")
-        pytest.skip(f"no Lmod: {lmod.INSTALL}")
+    require_lmod()
     spack, env_dir = kit_env["spack"], str(kit_env["env_dir"])
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     env.pop("SPACK_ENV", None)

@@ -659,12 +659,9 @@ def test_builds_given_as_modules_load_them_inside_the_slurm_jobs(vcluster, build
     """Lmod modules of this machine's MPICH-ABI wheels (`mpimatrix modules write`), named in
     a builds file: the placement check runs internode through srun and through the build's
     mpiexec, and every job script loads the build's module on the nodes."""
-    from mpimatrix.builds.lmod import lmod_home
+    from helpers import require_lmod
 
-    if lmod_home() is None:
-        if os.environ.get("MPIMATRIX_REQUIRE_LMOD") == "1":
-            pytest.fail("MPIMATRIX_REQUIRE_LMOD=1 but Lmod is not installed")
-        pytest.skip("Lmod is not installed (apt-get install lmod)")
+    require_lmod()
     wanted = {"mpich": "pypi", "impi": "pypi"}
     chosen = [b for b in buildset.builds if wanted.get(b.family) == b.provenance]
     if not chosen:

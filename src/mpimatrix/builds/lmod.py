@@ -178,7 +178,7 @@ def _bench_installs(benches: list[str], probe: dict[str, str], added: set[str],
         # OSU installs below libexec/osu-micro-benchmarks/mpi/<kind>/ (its checks search
         # the tree); IMB's binaries sit in one folder
         bin_dir = found.parents[2] if found.parent.parent.name == "mpi" else found.parent
-        module = next((m for m in benches if suite_of_module(m) == suite), "")
+        module = next((m for m in benches if _suite_of_module(m) == suite), "")
         out[suite] = {"suite": suite, "bin_dir": str(bin_dir), "provenance": "module",
                       "version": module.rpartition("/")[2]}
     if not out:
@@ -188,7 +188,7 @@ def _bench_installs(benches: list[str], probe: dict[str, str], added: set[str],
     return out
 
 
-def suite_of_module(module: str) -> str:
+def _suite_of_module(module: str) -> str:
     """'osu' or 'imb' by a module's name (osu-micro-benchmarks/7.4, imb/2021.7), or ''."""
     name = module.lower()
     return "osu" if "osu" in name else "imb" if "imb" in name or "mpi-benchmarks" in name \

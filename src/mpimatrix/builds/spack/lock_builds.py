@@ -47,6 +47,8 @@ from .spec_naming import (
 from .tool import find_spack
 
 BENCHMARK_SUITES = {"osu-micro-benchmarks": "osu", "intel-mpi-benchmarks": "imb"}
+#: the variables a record sets from its MPI's prefix (a module of the MPI sets its own)
+PREFIX_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "I_MPI_ROOT")
 
 
 # -- records --------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ changed.
 
 Spack names the modules (its `spack.modules.get_module`, the API behind `spack module
 lmod find`), asked once for every hash in one `spack python <script>` (`spack python -c`
-reads one statement): the names follow the
-site's projections and hierarchy, whatever they are.
+reads one statement): the names follow the site's projections and hierarchy, whatever
+they are.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from pathlib import Path
 from ..families import FAMILIES
 from ..record import BuildRecord, Skipped
 from .installed import spack_env_args
+from .lock_builds import PREFIX_VARIABLES
 
 #: the answer's line in `spack python`'s output (Spack may print warnings around it)
 MARK = "@@mpimatrix-modules "
@@ -90,9 +91,7 @@ def module_names(spack: str, lock_path: Path, hashes: list[str]) -> dict[str, di
 
 def _modulepath(answer: dict) -> str:
     """The folder to `module use` for a module: its file less its use-name."""
-    path, use = Path(answer["path"]), answer["use"]
-    depth = len(Path(use).parts)
-    return str(path.parents[depth - 1]) if depth else str(path.parent)
+    return str(Path(answer["path"]).parents[len(Path(answer["use"]).parts) - 1])
 
 
 def module_tree(builds: list[BuildRecord], names: dict[str, dict]) -> ModuleTree:
@@ -118,19 +117,16 @@ def module_tree(builds: list[BuildRecord], names: dict[str, dict]) -> ModuleTree
             continue
         entry: dict = {"name": b.name, "module": mpi["use"],
                        "benchmarks": [a["use"] for a in benches.values()]}
-        needs = []
         compiler = mpi.get("compiler") or {}
         # under a hierarchy the MPI of a non-core compiler appears once the compiler's
         # module is loaded (Spack writes core compilers' builds into Core/)
+        first = mpi
         if "Core" not in Path(mpi["path"]).parts and compiler.get("use"):
-            needs.append(compiler["use"])
-        first = compiler if needs else mpi
-        if needs:
-            entry["needs"] = needs
+            entry["needs"], first = [compiler["use"]], compiler
         # what the lock knows and a module cannot say: fabric, PMI (srun's --mpi), the
         # lock's variables beyond the family's own and the paths the module sets
         extra = {k: v for k, v in b.env.items() if k not in FAMILIES[b.family].env
-                 and k not in ("PATH", "LD_LIBRARY_PATH", "I_MPI_ROOT")}
+                 and k not in PREFIX_VARIABLES}
         entry.update({k: v for k, v in (("fabric", b.fabric), ("pmi", b.pmi), ("env", extra),
                                         ("spec", b.spec), ("dag_hash", b.dag_hash),
                                         ("lock_sha256", b.lock_sha256)) if v})
