@@ -39,7 +39,8 @@ pytestmark = pytest.mark.spack
 
 ROOT = project_root()
 #: The build names of CI_ROWS' MPIs (the MVAPICH2 one is found by its prefix).
-BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12", "openmpi-4.1.4-kit-pmi-gcc12")
+BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12", "openmpi-4.1.4-kit-pmi-gcc12",
+          "mpich-4.0.2-kit-ch3-tcp-gcc12")
 
 
 def _require_kit() -> Path:
@@ -96,7 +97,7 @@ def test_kit_rows_are_installed(kit_env):
     assert versions["mvapich2"] == {"2.3.7-1-kit"}
     # the Debian external and the kit's source tree of the same release, side by side
     assert versions["openmpi"] == {"4.1.4", "4.1.4-kit"}
-    assert versions["mpich"] == {"4.0.2"}
+    assert versions["mpich"] == {"4.0.2", "4.0.2-kit"}
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
                            "--format", "{name}@{version} {variants} /{hash:7}"],
                           env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
@@ -109,6 +110,8 @@ def test_kit_rows_are_installed(kit_env):
     assert found.count("intel-mpi-benchmarks@2021.7") == n, found
     assert any(line.startswith("mvapich2@2.3.7-1-kit ") and " fabrics=nemesis " in line
                for line in found.splitlines()), found
+    assert any(line.startswith("mpich@4.0.2-kit ") and " device=ch3 " in line
+               and " netmod=tcp " in line for line in found.splitlines()), found
 
 
 def _session_cases(results: Path) -> list[dict]:
