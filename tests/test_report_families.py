@@ -299,3 +299,37 @@ def test_the_kit_rows_side_by_side(kit_rows):
     drawn = {ln.get_gid()[6:] for ax in fig.axes for ln in ax.get_lines()
              if (ln.get_gid() or "").startswith("build:")}
     assert drawn == builds
+
+
+def test_the_kit_rows_latency_and_bandwidth_against_message_size():
+    """The 14 kit rows of the idle cold build (2026-11-28), one compare session of IMB
+    PingPong and Allreduce over the whole 1 B .. 4 MiB sweep (`-S profile=full`),
+    intranode, 3 passes: one PingPong figure draws every row's latency and bandwidth at
+    each of the 23 sizes, and the effects compare the rows at the representative sizes."""
+    session = recorded_report("compare-local-kit-14rows-imb-full")
+    cur = session_view(session)
+    builds = {c.build for c in cur.cases}
+    assert len(builds) == 14 and len(cur.cases) == 84 and all(c.passed for c in cur.cases)
+    cv = curves(cur.cases)
+    pingpong = cv[("MPI1:PingPong", "default")]
+    assert set(pingpong) == {"t", "bandwidth"}
+    for col in ("t", "bandwidth"):
+        lines = pingpong[col]["intranode"]
+        assert len(lines) == 14, col
+        for points in lines.values():  # every size of the sweep, each from the 3 passes
+            assert [p.size for p in points] == [1 << i for i in range(23)], col
+            assert all(len(p.values) == 3 for p in points), col
+    colours = Colours(sorted({c.line for c in cur.cases}))
+    fig, _, alt = benchmark_figure("MPI1:PingPong", "default", pingpong,
+                                   reference_points(cur.cases), colours)
+    assert "14 builds" in alt
+    drawn = [ln.get_gid()[6:] for ax in fig.axes for ln in ax.get_lines()
+             if (ln.get_gid() or "").startswith("build:")]
+    assert set(drawn) == builds and len(drawn) == 2 * 14  # a latency and a bandwidth panel
+    rep = make_report([session], name="kit-full")
+    tables = rep.context["effect_tables"]
+    sock = next(t for t in tables if t["title"] == "sock vs tcp")
+    cells = [c for r in sock["rows"] if r["benchmark"] == "MPI1:PingPong" for c in r["cells"]
+             if c]
+    # ch3:sock's TCP within the host against nemesis' shared memory, at 8 B: resolved
+    assert cells[0]["status"] == "resolved" and cells[0]["estimate"] > 10

@@ -134,9 +134,13 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
         probe.get("path_before", "").split(":"))
     cc = probe.get("which_mpicc", "")
     if cc and str(Path(cc).parent) not in added:
+        system = str(Path(cc).parent) in ("/usr/bin", "/bin", "/usr/local/bin")
         raise BuildError(f"{where} loads no MPI: the mpicc on the PATH after loading it, "
                          f"{cc}, is not from a folder it adds (the machine's default MPI); "
-                         "name the module that gives the MPI")
+                         + ("a module of an MPI installed in the system's folders (such "
+                            "as a Spack external at /usr) adds none: leave that build to "
+                            "discovery (`mpimatrix builds`) instead of a module entry"
+                            if system else "name the module that gives the MPI"))
     fam = FAMILIES[family]
     launcher = probe.get(f"which_{fam.launcher}", "")
     if not cc or not launcher:
