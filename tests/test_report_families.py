@@ -22,6 +22,12 @@ from mpimatrix.results.report.repetitions import curves
 from mpimatrix.results.report.styles import Colours
 
 
+def _build_lines(axes) -> list:
+    """(build, line) for each line the axes draw for a build (its gid "build:<name>")."""
+    return [(ln.get_gid()[6:], ln) for ax in axes for ln in ax.get_lines()
+            if (ln.get_gid() or "").startswith("build:")]
+
+
 @pytest.fixture(scope="module")
 def compare():
     return recorded_report("compare-local-5builds")
@@ -142,9 +148,9 @@ def test_one_plot_per_benchmark_has_one_line_per_build(compare):
     assert [ax.get_ylabel() for ax in panels] == ["t (µs)", "bandwidth (MB/s)"]
     styles = set()
     for ax in panels:
-        drawn = [ln for ln in ax.get_lines() if (ln.get_gid() or "").startswith("build:")]
-        assert sorted(ln.get_gid()[6:] for ln in drawn) == sorted(ran)  # one line each
-        styles |= {(ln.get_color(), str(ln.get_linestyle()), ln.get_marker()) for ln in drawn}
+        drawn = _build_lines([ax])
+        assert sorted(b for b, _ in drawn) == sorted(ran)  # one line each
+        styles |= {(ln.get_color(), str(ln.get_linestyle()), ln.get_marker()) for _, ln in drawn}
     assert len(styles) == 3  # told apart
     # colour by family: the two MPICH builds share a hue family, Intel MPI has its own
     assert colours.axes["impi-2021.18.1-pypi"].family == "impi"
@@ -296,8 +302,7 @@ def test_the_kit_rows_side_by_side(kit_rows):
                                    cv[("MPI1:Allreduce", "default")],
                                    reference_points(cur.cases), colours)
     assert "14 builds" in alt
-    drawn = {ln.get_gid()[6:] for ax in fig.axes for ln in ax.get_lines()
-             if (ln.get_gid() or "").startswith("build:")}
+    drawn = {b for b, _ in _build_lines(fig.axes)}
     assert drawn == builds
 
 
@@ -323,8 +328,7 @@ def test_the_kit_rows_latency_and_bandwidth_against_message_size():
     fig, _, alt = benchmark_figure("MPI1:PingPong", "default", pingpong,
                                    reference_points(cur.cases), colours)
     assert "14 builds" in alt
-    drawn = [ln.get_gid()[6:] for ax in fig.axes for ln in ax.get_lines()
-             if (ln.get_gid() or "").startswith("build:")]
+    drawn = [b for b, _ in _build_lines(fig.axes)]
     assert set(drawn) == builds and len(drawn) == 2 * 14  # a latency and a bandwidth panel
     rep = make_report([session], name="kit-full")
     tables = rep.context["effect_tables"]

@@ -133,8 +133,9 @@ def module_build(entry: dict, origin: str) -> BuildRecord:
     added = set(probe.get("path_after", "").split(":")) - set(
         probe.get("path_before", "").split(":"))
     cc = probe.get("which_mpicc", "")
-    if cc and str(Path(cc).parent) not in added:
-        system = str(Path(cc).parent) in ("/usr/bin", "/bin", "/usr/local/bin")
+    folder = str(Path(cc).parent)
+    if cc and folder not in added:
+        system = folder in ("/usr/bin", "/bin", "/usr/local/bin")
         raise BuildError(f"{where} loads no MPI: the mpicc on the PATH after loading it, "
                          f"{cc}, is not from a folder it adds (the machine's default MPI); "
                          + ("a module of an MPI installed in the system's folders (such "
