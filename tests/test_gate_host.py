@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import copy
 import statistics
+from dataclasses import replace
 
 import pytest
 from helpers import judged, six_pass_session, slow_class
 
-from mpimatrix.results import gate, references
+from mpimatrix.results import gate, references, summary
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.reference_set import BUILDS_KEY
 
@@ -207,6 +208,28 @@ def test_a_host_faster_than_its_references_flags_no_value_at_its_reference(bless
     assert statuses(j, {VICTIM}) == statuses(base, {VICTIM})
     assert not any(b.status == gate.REGRESSION for b in j.builds)
     assert all(v.host == 1.0 for v in j.verdicts if v.host_judged)
+    # what that costs is said: a step up to the machine's speed-up is not seen
+    hidden = 1 / j.hosts[0].factor - 1
+    assert j.hosts[0].fast and not base.hosts[0].fast and hidden > 0.15
+    line = j.hosts[0].fast_line()
+    assert f"a step of up to {hidden:.0%}" in line and "bless again" in line
+    assert summary.host_lines(j) == [line]
+
+
+def test_a_build_slowed_as_much_as_the_machine_sped_up_is_seen_only_relative(blessed):
+    """The machine 25 % faster than when blessed (as this VM ran after its first hour one
+    night) and PyPI MPICH slowed 25 %: it reads at its references. The gate passes it and
+    says a step that size is hidden; judged relative to the other builds
+    (GatePolicy.build_below_references) it is named."""
+    session = against(recorded(6), blessed, {"*": 0.8, VICTIM: 0.8 * 1.25})
+    j = judged(session, None, blessed.stats)
+    assert j.hosts[0].fast and not any(b.status == gate.REGRESSION for b in j.builds)
+    assert "a step of up to 2" in j.hosts[0].fast_line()  # 1 / 0.8 - 1 = 25 %, or near
+    relative = replace(DEFAULT_POLICY, build_below_references=True)
+    j = judged(session, None, blessed.stats, relative)
+    named = {b.build: b for b in j.builds if b.status == gate.REGRESSION}
+    assert set(named) == {VICTIM}, [b.reason() for b in j.builds]
+    assert named[VICTIM].factor > 1 + named[VICTIM].tolerance
 
 
 def test_with_two_builds_values_are_judged_as_measured(blessed):

@@ -65,6 +65,9 @@ def test_unchanged_nights_and_their_false_alarms_are_counted(tallied):
         v.status == gate.REGRESSION for v in untouched)
     assert tally.builds["unchanged", "n"] == sum(
         len(n.judgement.builds) - (1 if level else 0) for n, level in nights)
+    fast = sum(any(h.fast for h in n.judgement.hosts) for n, _ in nights)
+    assert (f"sessions where every build ran faster than its references (steps up to that "
+            f"much hidden): {fast} of 5") in tally.lines()
 
 
 def test_a_build_slowed_half_again_is_on_the_detection_curve_with_its_prediction(tallied):

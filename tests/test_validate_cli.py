@@ -48,3 +48,18 @@ def test_each_experiment_has_its_own_help():
         proc = validate(name, "--help")
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(f"usage: mpimatrix validate {name} "), proc.stdout
+
+
+def test_replay_varies_the_gate_policy_by_field_and_refuses_an_unknown_field(tmp_path):
+    from mpimatrix.validation.replay import variation
+
+    assert variation("build_floor=0.1,build_below_references=1") == {
+        "build_floor": 0.1, "build_below_references": True}
+    assert variation("min_builds=4") == {"min_builds": 4}
+    (tmp_path / "reports").mkdir()
+    proc = validate("replay", str(tmp_path), "--vary", "build_flor=0.1")
+    assert proc.returncode == 2
+    assert "--vary 'build_flor=0.1': not FIELD=VALUE with a GatePolicy field (" in proc.stderr
+    assert "build_floor" in proc.stderr
+    proc = validate("replay", str(tmp_path), "--vary", "build_floor=low")
+    assert proc.returncode == 2 and "'low' is not a float" in proc.stderr

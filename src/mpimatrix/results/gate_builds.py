@@ -54,6 +54,20 @@ class Host:
         return ((self.factor is not None and self.factor > 1 + self.tolerance)
                 or bool(self.slow_classes) or bool(self.together))
 
+    @property
+    def fast(self) -> bool:
+        """Every build faster than its references at once, beyond the host tolerance: the
+        gate never divides by a host factor below 1, so that much of a step is hidden."""
+        return self.factor is not None and self.factor < 1 - self.tolerance
+
+    def fast_line(self) -> str:
+        assert self.factor is not None
+        return (f"host {self.partition}: every build {self.factor - 1:+.0%} against its "
+                f"references at once: the machine runs faster than when blessed, so a step "
+                f"of up to {1 / self.factor - 1:.0%} reads at or below the references and "
+                "is not seen (on top of each tolerance). If it stays so for several "
+                "nights, bless again from recent sessions (mpimatrix bless --session ...)")
+
     def divisor(self, size: int | None, higher_is_better: bool) -> float | None:
         """The host factor a value is judged against: its class's (never below 1)."""
         return host.judging(self.slowdowns.factor_of(host.value_class(size, higher_is_better)))

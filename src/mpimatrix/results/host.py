@@ -168,7 +168,10 @@ class Slowdowns:
         the references' own (1 over the median class factor: a least-slowed build faster
         than its references holds no other build to that), and never below 1 (a value at
         its reference is no regression). With one class: the least-slowed build's median
-        slowdown, never below 1."""
+        slowdown, never below 1. With policy.build_below_references: the class's host
+        factor times the level, both as measured."""
+        if self.policy.build_below_references:
+            return (self.factor_of(cls) or 1.0) * level
         usual = statistics.median(self.classes.values()) if self.classes else self.whole.factor
         floor = 1 / usual if usual else 0.0
         return judging((self.factor_of(cls) or 1.0) * max(level, floor)) or 1.0

@@ -60,6 +60,11 @@ class GatePolicy:
     #: statistics file has none): above the slow states a build left alone holds through
     #: a session and its confirmation, below what a build slowed by 25 % reads.
     build_floor: float = 0.15
+    #: Judge whole builds against the least-slowed build's level even where it ran faster
+    #: than its references (off: never below them, so a build slowed by less than the
+    #: machine sped up since bless sits at its references and passes; on: a build's swings
+    #: against the others are judged too, 4 unchanged nights red of 20 on this VM).
+    build_below_references: bool = False
 
     # -- a value of a build that regressed as a whole ------------------------------------
     #: Its with-build tolerance: this many blessed spreads, at least with_build_floor, at

@@ -100,6 +100,8 @@ def host_lines(judged: Judgement) -> list[str]:
     for h in judged.hosts:
         if h.slow:
             out.append(h.line())
+        elif h.fast:
+            out.append(h.fast_line())
         elif h.factor:
             out.append(f"host {h.partition}: every build {h.factor - 1:+.1%} against its "
                        f"references ({len(h.builds)} builds); values judged against the host")

@@ -26,12 +26,14 @@ confirmation it would have asked for.
     mpimatrix validate replay /tmp/mpimatrix-gate-20261124T120000
     mpimatrix validate replay <store> --settings 0.3:4:0.3:0,0.3:4:0.3:99
     mpimatrix validate replay <store> --spread
+    mpimatrix validate replay <store> --vary build_floor=0.1 --vary build_below_references=1
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import re
 import statistics
 import sys
@@ -127,13 +129,32 @@ def noise_table(reports: list[dict]) -> None:
                                                 for q in (0.5, 0.75, 0.9)))
 
 
+def variation(text: str) -> dict:
+    """`--vary FIELD=VALUE[,FIELD=VALUE...]`: GatePolicy fields, typed as their defaults."""
+    fields = {f.name: type(f.default) for f in dataclasses.fields(GatePolicy)}
+    out: dict = {}
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--vary {item!r}: not FIELD=VALUE with a GatePolicy field "
+                             f"({', '.join(sorted(fields))})")
+        cast = fields[name]
+        try:
+            out[name] = (value.lower() in ("1", "true", "yes") if cast is bool
+                         else cast(value))
+        except ValueError:
+            raise ValueError(f"--vary {item!r}: {value!r} is not a {cast.__name__}") from None
+    return out
+
+
 def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setting: tuple,
-           judged_passes: int, against_host: bool) -> str:
+           judged_passes: int, against_host: bool, vary: dict | None = None) -> str:
     floor, k, max_tol, outside = setting
     # as measured: no partition has enough builds for a host factor
     policy = GatePolicy(value_floor=floor, k_sigma=k, max_tolerance=max_tol,
                         max_blessed_outside=outside,
                         min_builds=DEFAULT_POLICY.min_builds if against_host else 10**6)
+    policy = dataclasses.replace(policy, **(vary or {}))
     blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
                                None, references.CommentedMap(), {}, policy)
     refset = ReferenceSet(blessed.refs, blessed.stats, policy)
@@ -150,7 +171,8 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
     nights, gated = tally.nights, tally.gated_rate
     lines = [
         f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
-        f"blessed outside, {'against the host' if against_host else 'as measured'}: "
+        f"blessed outside, {'against the host' if against_host else 'as measured'}"
+        f"{''.join(f', {n}={v}' for n, v in (vary or {}).items())}: "
         f"unchanged nights red {nights['red']}/{nights['n']} (without the watch rule "
         f"{nights['red without the watch rule']}); {blessed.gated} gated "
         f"({gated.k / max(gated.n, 1):.0%} of value-sessions); false alarms "
@@ -172,7 +194,15 @@ def main(argv=None, prog: str | None = None) -> int:
                    f"value may have beyond its tolerance; default: the gate's {gates})")
     p.add_argument("--spread", action="store_true", help="bless from unchanged sessions "
                    "spread over the experiment (every other one) instead of the first B")
+    p.add_argument("--vary", action="append", default=[], metavar="FIELD=VALUE[,...]",
+                   help="replay once more with these GatePolicy fields changed (against the "
+                   "host only; repeatable), e.g. build_floor=0.1")
+    p.add_argument("--host-only", action="store_true", help="only the gate against the host")
     args = p.parse_args(argv)
+    try:
+        variations = [variation(v) for v in args.vary]
+    except ValueError as err:
+        p.error(str(err))
     if not (args.store / "reports").is_dir():
         print(f"{args.store}: not a results store (no reports/ in it); give the --results "
               "folder of `mpimatrix validate gate`", file=sys.stderr)
@@ -199,9 +229,12 @@ def main(argv=None, prog: str | None = None) -> int:
     for item in args.settings.split(","):
         floor, k, max_tol, *outside = (float(x) for x in item.split(":"))
         setting = (floor, k, max_tol, int(outside[0]) if outside else 10**6)
-        for against_host in (False, True):
+        for against_host in ((True,) if args.host_only else (False, True)):
             print(replay([reports[i] for i in chosen], judged, setting, args.passes,
                          against_host), flush=True)
+        for vary in variations:
+            print(replay([reports[i] for i in chosen], judged, setting, args.passes,
+                         True, vary), flush=True)
     return 0
 
 

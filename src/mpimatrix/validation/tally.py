@@ -91,6 +91,8 @@ class Tally:
     builds: Counter = field(default_factory=Counter)
     gated: Counter = field(default_factory=Counter)
     hosts: int = 0
+    #: sessions where every build ran faster than its references (gate_builds.Host.fast)
+    fast: int = 0
     sessions: int = 0
     #: level -> (predicted, caught) per injected value / build; 0.0: values left alone
     model_values: dict[float, list[tuple[float, bool]]] = field(
@@ -108,6 +110,7 @@ class Tally:
         judged, alone = night.judgement, night.alone
         self.sessions += 1
         self.hosts += any(h.slow for h in judged.hosts)
+        self.fast += any(h.fast for h in judged.hosts)
         victim, level = injected or ("", 0.0)
         if not injected:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
             self.nights["n"] += 1
@@ -190,6 +193,8 @@ class Tally:
                    " build verdicts")
         out.append(f"values gated: {self.gated_rate.text(1)} value-sessions")
         out.append(f"sessions with a HOST line: {self.hosts} of {self.sessions}")
+        out.append(f"sessions where every build ran faster than its references (steps "
+                   f"up to that much hidden): {self.fast} of {self.sessions}")
         model = self.model_line()
         return [*out, model] if model else out
 

@@ -148,16 +148,21 @@ _RATES = {"bandwidth", "message_rate", "bi_bandwidth"}
 _NOT_SLOWED = {"size", "repetitions", "valid", "nprocs", "overlap", "iterations"}
 
 
-def _slowed(tc: dict, factor: float) -> None:
-    """Times x factor, rates / factor: the values, and the curve the report plots. Not
-    marked as the injector marks its runs: a step of a year is a real change (bless takes
-    the nights after it, as it takes those after an update)."""
+def slow_case(tc: dict, factor: float, only: str | None = None) -> None:
+    """Times x factor, rates / factor: the values, and the curve the report plots (`only`:
+    that one performance variable, and not the curve). Not marked as the injector marks
+    its runs: a step of a year is a real change (bless takes the nights after it, as it
+    takes those after an update)."""
     info = tc.get("perf_info") or {}
     for key, entry in (tc.get("perfvalues") or {}).items():
         var = key.rsplit(":", 1)[-1]
+        if only is not None and var != only:
+            continue
         if isinstance(entry, list) and isinstance(entry[0], (int, float)):
             better = (info.get(var) or {}).get("better", "lower")
             entry[0] = entry[0] * factor if better == "lower" else entry[0] / factor
+    if only is not None:
+        return
     for points in (tc.get("curve") or {}).values():
         for p in points if isinstance(points, list) else []:
             for k, v in p.items():
@@ -224,7 +229,7 @@ class Year:
                 for name in self.keys[origin]:
                     tc = self.renames[b](self.rng.choice(self.src.samples[(origin, name)]))
                     if factor != 1.0 and tc.get("perfvalues"):
-                        _slowed(tc, factor)
+                        slow_case(tc, factor)
                     done = tc.get("job_completion_time_unix")
                     if isinstance(done, (int, float)):
                         rel = (done - (self.src.info.get("time_start_unix") or done))

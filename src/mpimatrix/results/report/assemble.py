@@ -88,6 +88,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
         prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
         ctx.update(front_page(data, night.judgement, refset))
         ctx.update(detection.floor_section(refset))
+        ctx["floor_fast"] = [h.fast_line() for h in night.judgement.hosts if h.fast]
         ctx["what_changed"] = gate_view.what_changed(night)
         ctx.update(trend_section(data, series, colours, change_points, max_trends))
         ctx.update(cost_section(data, prices))

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Steps laid on a live experiment's unchanged nights: what the gate and the history catch.
+
+A live run (`mpimatrix validate gate`) gives a few injected nights per level. Its unchanged
+nights hold this machine's real noise, night to night, so a step laid on them (times x (1 +
+level), rates / (1 + level), as the clock injector slows a run: validation/year.py
+slow_case) measures the same detection on many more nights. Blessed from the store's first B
+unchanged sessions, as `mpimatrix validate replay` does; then, per level:
+
+- a whole build, the first night: each later unchanged night and its stored confirmation
+  with one build slowed (each build in turn), judged by the gate's own code (judge_night,
+  with the nights before it for the watch rule); named, and how many other builds were
+  named with it (false alarms). A night without a stored confirmation of the build counts
+  its first verdict (the live gate would have measured again: a little optimistic);
+- a whole build within three nights: the step from night k on, the history (`mpimatrix
+  changes`) over the nights up to k + 2: found at k (one night either side allowed);
+- a single value within three nights (`--values`): each gated time or rate alone, slowed
+  from night k; caught when the gate names it on one of nights k..k+2 or the history finds
+  its step by night k + 2.
+
+Semi-synthetic: real nights, steps applied to their stored values. The live injected nights
+(`mpimatrix validate gate`) are the check on it.
+
+    .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store
+    .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --values --levels 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import sys
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+from mpimatrix.results import gate, history, references
+from mpimatrix.results.measurements import load
+from mpimatrix.results.night import judge_night
+from mpimatrix.results.policy import DEFAULT_POLICY
+from mpimatrix.results.reference_set import ReferenceSet
+from mpimatrix.results.sessions import load_report, session_info
+from mpimatrix.results.values import case_name
+from mpimatrix.validation.gate_rates import builds_of
+from mpimatrix.validation.replay import injected_of
+from mpimatrix.validation.tally import Rate
+from mpimatrix.validation.year import slow_case
+
+
+def slowed(report: dict | None, build: str, level: float, key: tuple | None = None):
+    """A copy with the build's values (or one value: its ValueKey, (partition, environ,
+    test name, var)) slowed by level."""
+    if report is None:
+        return None
+    out = copy.deepcopy(report)
+    for run in out["runs"]:
+        for tc in run["testcases"]:
+            if tc.get("build_name") == build and (key is None or (
+                    tc.get("environ") == key[1] and case_name(tc["name"]) == key[2])):
+                slow_case(tc, 1 + level, None if key is None else key[3])
+    return out
+
+
+def first_night(refset, nights, before, builds, level) -> tuple[Rate, Rate]:
+    """(builds named the night of the step, other builds named with them)."""
+    named, others = Counter(), Counter()
+    history_ = [(refset.applied(r), []) for r in before]
+    for report, conf in nights:
+        for build in builds:
+            c = slowed(conf, build, level)
+            night = judge_night(refset.applied(slowed(report, build, level)),
+                                [load(c)] if c else [], refset, reversed(history_))
+            for b in night.judgement.builds:
+                counter = named if b.build == build else others
+                counter["n"] += 1
+                counter["k"] += b.status == gate.REGRESSION
+        history_.append((refset.applied(report), [load(conf)] if conf else []))
+    return Rate(named["k"], named["n"]), Rate(others["k"], others["n"])
+
+
+def found_at(changes, key_test, k: int) -> bool:
+    return any(key_test(c.series) and abs(c.index - k) <= 1 for c in changes)
+
+
+def build_by_history(reports, builds, level, starts) -> Rate:
+    """A whole build's step from night k, found by the history by night k + 2."""
+    hit = n = 0
+    for k in starts:
+        for build in builds:
+            seq = reports[:k] + [slowed(r, build, level) for r in reports[k:k + 3]]
+            changes = history.all_changes([load(r) for r in seq])
+            n += 1
+            hit += found_at(changes, lambda s, b=build: s.whole_build and s.build == b, k)
+    return Rate(hit, n)
+
+
+def values_within_three(refset, reports, confs, blessed_n, level, starts) -> Rate:
+    """Each gated time or rate alone slowed from night k: named by the gate on nights
+    k..k+2, or its step found by the history by night k + 2."""
+    policy = refset.policy
+    lone = policy.lone_pvalue_share * policy.max_pvalue
+    gated = [(v.build, v.key) for v in gate.judge(
+        refset.applied(reports[blessed_n]), [], refset).verdicts
+        if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share
+        and v.key is not None]
+    applied = [refset.applied(r) for r in reports]
+    confirmed = [[load(c)] if c else [] for c in confs]
+    hit = n = 0
+    for k in starts:
+        base = history.against_host(history.series_of([load(r) for r in reports[:k + 3]]),
+                                    policy)
+        for build, key in gated:
+            n += 1
+            caught = False
+            earlier = list(zip(applied[:k], confirmed[:k], strict=True))
+            for j in range(k, min(k + 3, len(reports))):
+                s = refset.applied(slowed(reports[j], build, level, key))
+                c = slowed(confs[j], build, level, key)
+                night = judge_night(s, [load(c)] if c else [], refset, reversed(earlier))
+                earlier.append((s, [load(c)] if c else []))
+                if any(v.key == key and v.status == gate.REGRESSION
+                       for v in night.judgement.verdicts):
+                    caught = True
+                    break
+            if not caught:
+                series = next((s for s in base if tuple(s.key) == tuple(key)), None)
+                if series is not None:
+                    f = 1 + level
+                    stepped = replace(series, points=[
+                        p if i < k else replace(p, value=p.value / f if series.higher_is_better
+                                                else p.value * f)
+                        for i, p in enumerate(series.points)])
+                    caught = any(abs(c.index - k) <= 1 for c in history.change_points(
+                        stepped, lone, policy))
+            hit += caught
+    return Rate(hit, n)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("store", type=Path)
+    p.add_argument("--bless", type=int, default=5)
+    p.add_argument("--levels", default="0.05,0.10,0.15,0.25")
+    p.add_argument("--values", action="store_true", help="single values too (slow)")
+    args = p.parse_args(argv)
+    files = sorted(f for f in (args.store / "reports").glob("*.json")
+                   if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
+    reports = sorted((load_report(f) for f in files),
+                     key=lambda r: r["session_info"].get("time_start_unix", 0))
+    reports = [r for r in reports if not injected_of(r)]
+    if len(reports) < args.bless + 3:
+        sys.exit(f"{args.store}: {len(reports)} unchanged sessions, too few")
+    by_uuid = {session_info(c).get("confirms"): c for c in (
+        load_report(f) for f in (args.store / "reports").glob("*-confirm.json"))}
+    confs = [by_uuid.get(r["session_info"]["uuid"]) for r in reports]
+    blessed = references.bless(reports[:args.bless], DEFAULT_POLICY.value_floor, None,
+                               references.CommentedMap(), {}, DEFAULT_POLICY)
+    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    builds = builds_of(reports[0])
+    nights = list(zip(reports[args.bless:], confs[args.bless:], strict=True))
+    # steps from night k: the history needs 3 nights before them (steps.MIN_SEGMENT)
+    starts = list(range(max(args.bless, 3), len(reports) - 2, 3))
+    print(f"{args.store}: {len(reports)} unchanged sessions, blessed from the first "
+          f"{args.bless}, {len(nights)} judged; {len(builds)} builds; history steps from "
+          f"nights {', '.join(str(k + 1) for k in starts)}")
+    for level in (float(x) for x in args.levels.split(",")):
+        named, others = first_night(refset, nights, reports[:args.bless], builds, level)
+        print(f"+{level:.0%}: whole build named the first night {named.text()}; other "
+              f"builds named with it {others.text()}", flush=True)
+        print(f"  whole build, history by the third night "
+              f"{build_by_history(reports, builds, level, starts).text()}", flush=True)
+        if args.values:
+            rate = values_within_three(refset, reports, confs, args.bless, level, starts)
+            print(f"  single values alone, within three nights (gate or history) "
+                  f"{rate.text()}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
