@@ -276,6 +276,24 @@ def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nig
     assert nightly_report.context["machine"] == []
 
 
+def test_a_night_every_build_ran_faster_says_what_step_it_hides(nightly, refs):
+    """Every time 30 % shorter and every rate 30 % higher at once (references blessed on a
+    slower machine): "What the gate can see" says the machine runs faster than when
+    blessed and the size of step that hides."""
+    night = json.loads(json.dumps(nightly[-1]))
+    for run in night["runs"]:
+        for tc in run["testcases"]:
+            for pv in (tc.get("perfvalues") or {}).values():
+                if pv[0] is not None and pv[4] != "%":
+                    pv[0] = pv[0] * 1.3 if pv[4] == "MB/s" else pv[0] / 1.3
+    rep = make_report([*nightly[:-1], night], references=refs,
+                      statistics=gate_statistics(refs, nightly[:2]))
+    [line] = rep.context["floor_fast"]
+    assert line.startswith("host local:default: every build -2") and "bless again" in line
+    assert "a step of up to 3" in line or "a step of up to 2" in line, line
+    assert html.escape(line) in rep.html and rep.context["machine"] == []
+
+
 def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     target = next(tc for tc in nightly[-1]["runs"][0]["testcases"]
                   if tc.get("benchmark") == "MPI1:PingPong")
