@@ -34,9 +34,8 @@ from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.reference_set import ReferenceSet
-from mpimatrix.results.sessions import load_report, session_info
 from mpimatrix.results.statistics import spread
-from mpimatrix.validation.replay import injected_of, variation
+from mpimatrix.validation.replay import injected_of, read_store, variation
 
 
 def main(argv=None) -> int:
@@ -45,14 +44,9 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
-    files = sorted(f for f in (args.store / "reports").glob("*.json")
-                   if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
-    if not files:
+    reports, confirms = read_store(args.store)
+    if not reports:
         sys.exit(f"{args.store}: no stored sessions (reports/*.json)")
-    reports = sorted((load_report(f) for f in files),
-                     key=lambda r: r["session_info"].get("time_start_unix", 0))
-    confirms = {session_info(c).get("confirms"): c for c in (
-        load_report(f) for f in (args.store / "reports").glob("*-confirm.json"))}
     unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:args.bless]
     policy = dataclasses.replace(DEFAULT_POLICY, **variation(args.vary))
     blessed = references.bless([reports[i] for i in unchanged], policy.value_floor, None,

@@ -39,10 +39,9 @@ from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.reference_set import ReferenceSet
-from mpimatrix.results.sessions import load_report, session_info
 from mpimatrix.results.values import case_name
 from mpimatrix.validation.gate_rates import builds_of
-from mpimatrix.validation.replay import injected_of
+from mpimatrix.validation.replay import injected_of, read_store
 from mpimatrix.validation.tally import Rate
 from mpimatrix.validation.year import slow_case
 
@@ -143,15 +142,10 @@ def main(argv=None) -> int:
     p.add_argument("--levels", default="0.05,0.10,0.15,0.25")
     p.add_argument("--values", action="store_true", help="single values too (slow)")
     args = p.parse_args(argv)
-    files = sorted(f for f in (args.store / "reports").glob("*.json")
-                   if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
-    reports = sorted((load_report(f) for f in files),
-                     key=lambda r: r["session_info"].get("time_start_unix", 0))
-    reports = [r for r in reports if not injected_of(r)]
+    stored, by_uuid = read_store(args.store)
+    reports = [r for r in stored if not injected_of(r)]
     if len(reports) < args.bless + 3:
         sys.exit(f"{args.store}: {len(reports)} unchanged sessions, too few")
-    by_uuid = {session_info(c).get("confirms"): c for c in (
-        load_report(f) for f in (args.store / "reports").glob("*-confirm.json"))}
     confs = [by_uuid.get(r["session_info"]["uuid"]) for r in reports]
     blessed = references.bless(reports[:args.bless], DEFAULT_POLICY.value_floor, None,
                                references.CommentedMap(), {}, DEFAULT_POLICY)

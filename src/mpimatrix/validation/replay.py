@@ -79,6 +79,16 @@ def confirmation_of(report: dict, judged_passes: int, stored: dict | None,
     return [references.applied(later)] if hashes else []
 
 
+def read_store(store: Path) -> tuple[list[dict], dict[str | None, dict]]:
+    """A results store's sessions, oldest first, and its confirmations by the UUID of the
+    session each confirms."""
+    reports = sorted(stored_sessions(store),
+                     key=lambda r: r["session_info"].get("time_start_unix", 0))
+    confirms = {session_info(c).get("confirms"): c for c in (
+        load_report(f) for f in (store / "reports").glob("*-confirm.json"))}
+    return reports, confirms
+
+
 def replay_store(store: Path) -> list[Night]:
     """Every stored session of a results store, oldest first, judged again as `mpimatrix
     run` judged it: its stored confirmation, the nights before it for the watch rule, the
@@ -207,14 +217,7 @@ def main(argv=None, prog: str | None = None) -> int:
         print(f"{args.store}: not a results store (no reports/ in it); give the --results "
               "folder of `mpimatrix validate gate`", file=sys.stderr)
         return 2
-    files = sorted(f for f in (args.store / "reports").glob("*.json")
-                   if not f.name.startswith("latest") and not f.name.endswith("-confirm.json"))
-    reports = [load_report(f) for f in files]
-    reports.sort(key=lambda r: r["session_info"].get("time_start_unix", 0))
-    confirms = {}
-    for f in (args.store / "reports").glob("*-confirm.json"):
-        c = load_report(f)
-        confirms[session_info(c).get("confirms")] = c
+    reports, confirms = read_store(args.store)
     unchanged = [i for i, r in enumerate(reports) if not injected_of(r)]
     chosen = unchanged[1::2][:args.bless] if args.spread else unchanged[:args.bless]
     if len(chosen) < args.bless:
