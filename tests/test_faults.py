@@ -19,6 +19,8 @@ import pytest
 import yaml
 from helpers import FIXTURES
 
+from mpimatrix.run.lock import store_lock
+
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
@@ -106,23 +108,35 @@ def test_nothing_to_run_is_not_a_success(tmp_path):
 
 
 def test_second_run_on_a_busy_store_waits_or_refuses(build, tmp_path):
+    """The store held by a run (this process, through the run's own lock): a second run
+    with --no-wait refuses naming the holder; without it, it waits until the lock is
+    released and then runs. Then two real runs at once: both sessions are stored."""
+    with store_lock(tmp_path):
+        refused = run(tmp_path, build, "--no-wait")
+        waiting = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
+                                    *PLACEMENT], env=env_for(tmp_path),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert waiting.stderr is not None
+        said = ""
+        for line in waiting.stderr:  # blocks until the run reports the busy store
+            said += line
+            if "waiting for it to end" in line:
+                break
+        assert waiting.poll() is None, said
+    out, err = waiting.communicate(timeout=600)
+    assert refused.returncode == 3 and "is in use by mpimatrix run pid" in refused.stderr
+    assert "waiting for it to end" in said, said + err
+    assert waiting.returncode == 0, out[-2000:]
+
     first = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
                               *PLACEMENT], env=env_for(tmp_path), stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    lock = tmp_path / ".mpimatrix-run.lock"
-    deadline = time.monotonic() + 60
-    while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    refused = run(tmp_path, build, "--no-wait")
-    busy = first.poll() is None  # a loaded machine may end the first run by now
-    waited = run(tmp_path, build)
+    second = run(tmp_path, build)
     out, _ = first.communicate(timeout=600)
     assert first.returncode == 0, out[-2000:]
-    assert refused.returncode == 3 and "is in use by mpimatrix run pid" in refused.stderr
-    assert waited.returncode == 0, waited.stdout[-2000:]
-    assert "waiting for it to end" in waited.stderr or not busy, waited.stderr
+    assert second.returncode == 0, second.stdout[-2000:]
     reports = sorted(p.name for p in (tmp_path / "reports").glob("quick-*.json"))
-    assert len(reports) == 2 and len(set(reports)) == 2  # both sessions, distinct reports
+    assert len(reports) == 3 and len(set(reports)) == 3  # every session, distinct reports
     for name in reports:
         data = json.loads((tmp_path / "reports" / name).read_text())
         assert all(tc["result"] == "pass" for r in data["runs"] for tc in r["testcases"])
