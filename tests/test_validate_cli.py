@@ -51,7 +51,7 @@ def test_each_experiment_has_its_own_help():
 
 
 def test_replay_varies_the_gate_policy_by_field_and_refuses_an_unknown_field(tmp_path):
-    from mpimatrix.validation.replay import variation
+    from mpimatrix.results.policy import variation
 
     assert variation("build_floor=0.1,build_below_references=1") == {
         "build_floor": 0.1, "build_below_references": True}

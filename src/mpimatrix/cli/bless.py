@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import replace
 from pathlib import Path
 
 from ..paths import references_dir
 from ..results import bless_sessions, floors, references
 from ..results.measurements import as_sessions
-from ..results.policy import DEFAULT_POLICY
+from ..results.policy import DEFAULT_POLICY, variation
 from ..results.sessions import SessionError
 from ..run import machine
 from ..run.nights import load_record_path
@@ -33,7 +35,8 @@ def cmd_bless(args) -> int:
     out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
     refs, stats = ({}, {}) if args.replace else references.read(out)
     blessed = references.bless(sessions, args.tolerance, system,
-                               refs or references.CommentedMap(), stats)
+                               refs or references.CommentedMap(), stats,
+                               replace(DEFAULT_POLICY, **args.vary))
     references.write(blessed, out)
     total = blessed.gated + len(blessed.not_gated)
     print(f"wrote {out}: {total} value(s) from {runs} run(s), {blessed.gated} gated "
@@ -71,4 +74,15 @@ def register(sub) -> None:
                    help="start from scratch instead of updating the file")
     s.add_argument("--include-disturbed", action="store_true",
                    help="also use sessions during which other programs loaded the machine")
+    s.add_argument("--vary", type=_variation, default={}, metavar="FIELD=VALUE[,...]",
+                   help="gate settings other than the defaults (GatePolicy fields, e.g. "
+                   "build_floor=0.1); written beside the references, and the gate judges "
+                   "with them until the next bless")
     s.set_defaults(func=cmd_bless)
+
+
+def _variation(text: str) -> dict:
+    try:
+        return variation(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -23,6 +23,7 @@ database keeps every sample.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
@@ -74,7 +75,8 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                    for b in build_verdicts(conf_hosts, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
-    builds = [_build_decided(b, conf_builds.get((b.partition, b.build))) for b in builds]
+    builds = [_build_decided(b, conf_builds.get((b.partition, b.build)),
+                             policy.build_confirm_pooled) for b in builds]
     regressed = {(b.partition, b.build): b for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
                           first_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
@@ -145,9 +147,12 @@ def _decide(v: ValueVerdict) -> Status:
     return REGRESSION if v.outside(v.value) else NOISE
 
 
-def _build_decided(b: BuildVerdict, confirm_factor: float | None) -> BuildVerdict:
+def _build_decided(b: BuildVerdict, confirm_factor: float | None,
+                   pooled: bool = False) -> BuildVerdict:
+    again = (confirm_factor if confirm_factor is None or not pooled
+             else math.sqrt(b.factor * confirm_factor))
     status = (PASS if not b.first_failed else REGRESSION
-              if confirm_factor is None or confirm_factor > 1 + b.tolerance else NOISE)
+              if again is None or again > 1 + b.tolerance else NOISE)
     return replace(b, confirm_factor=confirm_factor, status=status)
 
 

@@ -155,7 +155,8 @@ class Slowdowns:
         row = self.builds
         if row.least is None:
             return BuildFactors({}, None)
-        factors = self._against(row.least)
+        factors = (self._against_others() if self.policy.build_against_others
+                   else self._against(row.least))
         outside = tuple(sorted(e for e, f in factors.items() if f > 1 + tolerance(e)))
         if 2 * len(outside) <= len(factors):
             return BuildFactors(factors, row.least)
@@ -175,6 +176,15 @@ class Slowdowns:
         usual = statistics.median(self.classes.values()) if self.classes else self.whole.factor
         floor = 1 / usual if usual else 0.0
         return judging((self.factor_of(cls) or 1.0) * max(level, floor)) or 1.0
+
+    def _against_others(self) -> dict[str, float]:
+        """Each build's level (its median once its classes' host factors are out) over
+        the median of the other builds' levels."""
+        row = self.builds
+        levels = {e: m for e, m in row.medians.items()
+                  if len(row.slowdowns[e]) >= self.policy.min_build_values}
+        return {e: m / statistics.median(x for o, x in row.medians.items() if o != e)
+                for e, m in levels.items()}
 
     def _against(self, level: float) -> dict[str, float]:
         """Each build's median slowdown over what a build at `level` shows in each

@@ -8,6 +8,7 @@ each is used and docs/validation.md what each was measured against.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass
 
 #: The statistics file's key for the policy bless used.
@@ -66,6 +67,18 @@ class GatePolicy:
     #: against the others are judged too: 4 unchanged nights red of 20 on this VM on a night
     #: it ran up to 22 % faster than blessed, no change on a night it never did).
     build_below_references: bool = False
+    #: Judge each whole build against the median of the other builds' levels (each
+    #: level: the build's median once its classes' host factors are out) instead of the
+    #: least-slowed build's. The least of three noisy levels sits low, so every other
+    #: build reads high by most of a spread; the others' median does not.
+    build_against_others: bool = False
+    #: A whole build's tolerance is this many robust spreads of its factor over the
+    #: blessed sessions, at least build_floor.
+    build_sigmas: float = 4.0
+    #: A build outside in the session is a regression when the geometric mean of its
+    #: session and confirmation factors is outside (off: each alone must be). The
+    #: confirmation measures again only what failed, so its own factor is noisier.
+    build_confirm_pooled: bool = False
 
     # -- a value of a build that regressed as a whole ------------------------------------
     #: Its with-build tolerance: this many blessed spreads, at least with_build_floor, at
@@ -94,3 +107,37 @@ class GatePolicy:
 
 
 DEFAULT_POLICY = GatePolicy()
+
+
+def _fields() -> dict[str, type]:
+    return {f.name: type(f.default) for f in dataclasses.fields(GatePolicy)}
+
+
+def variation(text: str) -> dict:
+    """`--vary FIELD=VALUE[,FIELD=VALUE...]`: GatePolicy fields, typed as their defaults
+    (ValueError naming the item and the fields)."""
+    fields = _fields()
+    out: dict = {}
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--vary {item!r}: not FIELD=VALUE with a GatePolicy field "
+                             f"({', '.join(sorted(fields))})")
+        cast = fields[name]
+        try:
+            out[name] = (value.lower() in ("1", "true", "yes") if cast is bool
+                         else cast(value))
+        except ValueError:
+            raise ValueError(f"--vary {item!r}: {value!r} is not a {cast.__name__}") from None
+    return out
+
+
+def from_record(record: object) -> GatePolicy:
+    """The policy a statistics file's `$policy` records: its fields of the right type
+    over the defaults (a field it lacks, from an older bless, keeps its default)."""
+    if not isinstance(record, dict):
+        return DEFAULT_POLICY
+    fields = _fields()
+    kept: dict = {k: v for k, v in record.items() if k in fields and (
+        isinstance(v, fields[k]) or (fields[k] is float and type(v) is int))}
+    return dataclasses.replace(DEFAULT_POLICY, **kept)

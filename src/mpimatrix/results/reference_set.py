@@ -12,7 +12,7 @@ import yaml
 
 from ..reference_file import load_references, read_yaml_file, stats_path
 from .measurements import Case, Session, load
-from .policy import DEFAULT_POLICY, GatePolicy
+from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy, from_record
 
 #: The key of the build statistics in the statistics file.
 BUILDS_KEY = "$builds"
@@ -27,23 +27,25 @@ class ReferenceSet:
     policy: GatePolicy = DEFAULT_POLICY
 
     @classmethod
-    def load(cls, refs_file: Path, policy: GatePolicy = DEFAULT_POLICY) -> ReferenceSet:
+    def load(cls, refs_file: Path, policy: GatePolicy | None = None) -> ReferenceSet:
         """The reference file (checked: a bad one raises ReferenceFileError naming it) and
         its statistics file; an unreadable statistics file counts as none (the gate then
-        judges whole builds at the policy's build floor)."""
+        judges whole builds at the policy's build floor). The policy: the one bless
+        wrote beside its tolerances (`$policy`), unless one is given."""
         refs = load_references(refs_file)
         try:
             stats = read_yaml_file(stats_path(refs_file)) or {}
         except (OSError, yaml.YAMLError):
             stats = {}
-        return cls(refs, stats if isinstance(stats, dict) else {}, policy)
+        stats = stats if isinstance(stats, dict) else {}
+        return cls(refs, stats, policy or from_record(stats.get(POLICY_KEY)))
 
     @classmethod
-    def of_store(cls, results: Path, policy: GatePolicy = DEFAULT_POLICY) -> ReferenceSet:
+    def of_store(cls, results: Path, policy: GatePolicy | None = None) -> ReferenceSet:
         """The references `mpimatrix bless` wrote in a results store (its one system)."""
         files = sorted(f for f in (results / "references").glob("*.yaml")
                        if not f.name.endswith(".stats.yaml"))
-        return cls.load(files[0], policy) if files else cls(policy=policy)
+        return cls.load(files[0], policy) if files else cls(policy=policy or DEFAULT_POLICY)
 
     def applied(self, report: dict) -> Session:
         """A stored session as ReFrame would have reported it against these references

@@ -148,5 +148,5 @@ def build_stats(builds: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
             sp = spread(factors)
             out.setdefault(part, {})[env] = {
                 "factors": [round(x, 4) for x in factors], "spread": round(sp.cv, 4),
-                "tolerance": round(max(policy.build_floor, policy.k_sigma * sp.cv), 4)}
+                "tolerance": round(max(policy.build_floor, policy.build_sigmas * sp.cv), 4)}
     return out

@@ -44,7 +44,7 @@ from pathlib import Path
 from ..results import floors, watch
 from ..results.measurements import load
 from ..results.night import judge_night
-from ..results.policy import DEFAULT_POLICY
+from ..results.policy import DEFAULT_POLICY, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
 from ..run.prune import KEEP_ENV
@@ -143,10 +143,16 @@ def main(argv=None, prog: str | None = None) -> int:
                    "then measure those programs as well)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted experiment "
                    "in --results: its stored sessions are used where they fit the schedule")
+    p.add_argument("--vary", default="", metavar="FIELD=VALUE[,...]", help="bless --vary: "
+                   "gate settings other than the defaults, judged live (GatePolicy fields)")
     p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
                    "(B, then K unchanged and K injected interleaved) with P passes each and "
                    "no confirmation, for `mpimatrix validate replay` to judge with any setting")
     args = p.parse_args(argv)
+    try:
+        variation(args.vary)
+    except ValueError as err:
+        p.error(str(err))
     if args.record:
         args.mode, args.reframe = "quick", f"{args.reframe} --reruns={args.record - 1}".strip()
     levels = [float(x) for x in args.levels.split(",")]
@@ -165,6 +171,7 @@ def main(argv=None, prog: str | None = None) -> int:
     if not (args.resume and ReferenceSet.of_store(results).stats):
         env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
         out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
+                              *(["--vary", args.vary] if args.vary else []),
                               *(["--include-disturbed"] if args.include_disturbed else []),
                               *[a for r in bless_reports
                                 for a in ("--session", r["session_info"]["uuid"])]],

@@ -42,7 +42,7 @@ from pathlib import Path
 from ..results import floors, references, samples
 from ..results.measurements import Session, load
 from ..results.night import Night, judge_night, to_confirm
-from ..results.policy import DEFAULT_POLICY, GatePolicy
+from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
@@ -137,24 +137,6 @@ def noise_table(reports: list[dict]) -> None:
             s = sorted(cvs)
             print(f"  {label:22s} " + ", ".join(f"{100 * s[int(q * (len(s) - 1))]:.1f} %"
                                                 for q in (0.5, 0.75, 0.9)))
-
-
-def variation(text: str) -> dict:
-    """`--vary FIELD=VALUE[,FIELD=VALUE...]`: GatePolicy fields, typed as their defaults."""
-    fields = {f.name: type(f.default) for f in dataclasses.fields(GatePolicy)}
-    out: dict = {}
-    for item in filter(None, text.split(",")):
-        name, sep, value = item.partition("=")
-        if not sep or name not in fields:
-            raise ValueError(f"--vary {item!r}: not FIELD=VALUE with a GatePolicy field "
-                             f"({', '.join(sorted(fields))})")
-        cast = fields[name]
-        try:
-            out[name] = (value.lower() in ("1", "true", "yes") if cast is bool
-                         else cast(value))
-        except ValueError:
-            raise ValueError(f"--vary {item!r}: {value!r} is not a {cast.__name__}") from None
-    return out
 
 
 def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setting: tuple,
