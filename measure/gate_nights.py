@@ -32,10 +32,10 @@ from pathlib import Path
 from mpimatrix.results import references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
-from mpimatrix.results.policy import DEFAULT_POLICY
+from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.statistics import spread
-from mpimatrix.validation.replay import injected_of, read_store, variation
+from mpimatrix.validation.replay import injected_of, read_store
 
 
 def main(argv=None) -> int:

@@ -23,6 +23,7 @@ Semi-synthetic: real nights, steps applied to their stored values. The live inje
 
     .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store
     .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --values --levels 0.1
+    .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --vary build_floor=0.1
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pathlib import Path
 from mpimatrix.results import gate, history, references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
-from mpimatrix.results.policy import DEFAULT_POLICY
+from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.values import case_name
 from mpimatrix.validation.gate_rates import builds_of
@@ -141,15 +142,17 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--levels", default="0.05,0.10,0.15,0.25")
     p.add_argument("--values", action="store_true", help="single values too (slow)")
+    p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
+    policy = replace(DEFAULT_POLICY, **variation(args.vary))
     stored, by_uuid = read_store(args.store)
     reports = [r for r in stored if not injected_of(r)]
     if len(reports) < args.bless + 3:
         sys.exit(f"{args.store}: {len(reports)} unchanged sessions, too few")
     confs = [by_uuid.get(r["session_info"]["uuid"]) for r in reports]
-    blessed = references.bless(reports[:args.bless], DEFAULT_POLICY.value_floor, None,
-                               references.CommentedMap(), {}, DEFAULT_POLICY)
-    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    blessed = references.bless(reports[:args.bless], policy.value_floor, None,
+                               references.CommentedMap(), {}, policy)
+    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
     builds = builds_of(reports[0])
     nights = list(zip(reports[args.bless:], confs[args.bless:], strict=True))
     # steps from night k: the history needs 3 nights before them (steps.MIN_SEGMENT)

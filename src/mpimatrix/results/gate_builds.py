@@ -3,13 +3,14 @@
 A build's factor is the median over its gated time and rate values of how much
 slower than its reference each ran, once its class's host factor is taken out (host.py),
 against the least-slowed build (against the median build where most builds would be
-outside at once: the machine moved them together). A median
+outside at once: the machine moved them together), or, with
+GatePolicy.build_against_others, against the median of the other builds. A median
 over many values has far less noise than any one of them, so a build slowed by 10-25 %
 everywhere is found even where each value's own tolerance lets it pass
 (docs/validation.md). A build is a regression when its
 factor is beyond the build tolerance (from its spread over the blessed sessions,
 written by bless as `$builds` in the statistics file) in the session and again in
-the confirmation.
+the confirmation (with GatePolicy.build_confirm_pooled: the geometric mean of the two).
 """
 
 from __future__ import annotations
@@ -104,12 +105,13 @@ class BuildVerdict:
     build: str
     environ: str
     values: int  # gated time and rate values of the build
-    factor: float  # median slowdown against the least-slowed build (host.judging)
+    factor: float  # median slowdown against the least-slowed build or the others' median
     tolerance: float
     confirm_factor: float | None = None
     regressed_values: int = 0
     status: str = ""
     together: bool = False  # judged against the median build (host.BuildFactors)
+    others: bool = False  # judged against the other builds' median (build_against_others)
 
     @property
     def first_failed(self) -> bool:
@@ -118,7 +120,8 @@ class BuildVerdict:
     def reason(self) -> str:
         conf = (f"; measured again {self.confirm_factor - 1:+.0%}"
                 if self.confirm_factor is not None else "")
-        against = "the median build" if self.together else "the least-slowed build"
+        against = ("the median build" if self.together else "the other builds' median"
+                   if self.others else "the least-slowed build")
         return (f"{self.factor - 1:+.0%} against {against} (median over "
                 f"its {self.values} gated values{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values named with it")
@@ -163,5 +166,6 @@ def build_verdicts(hosts_: dict[str, Host], names: dict[str, str],
     builds of partitions with a host factor and with policy.min_build_values values."""
     return [BuildVerdict(part, names[env], env, len(h.slowdowns.builds.slowdowns[env]),
                          factor, references.build_tolerance(part, env),
-                         together=bool(h.judged.together))
+                         together=bool(h.judged.together),
+                         others=references.policy.build_against_others)
             for part, h in hosts_.items() for env, factor in h.judged.factors.items()]

@@ -105,6 +105,13 @@ class GatePolicy:
         """The policy as the statistics file keeps it."""
         return asdict(self)
 
+    def changed(self) -> str:
+        """The fields other than the defaults, as `--vary` takes them ('' for none);
+        value_floor is bless's --tolerance and not listed."""
+        default = GatePolicy().record()
+        return ",".join(f"{k}={v}" for k, v in self.record().items()
+                        if k != "value_floor" and v != default[k])
+
 
 DEFAULT_POLICY = GatePolicy()
 
@@ -128,7 +135,9 @@ def variation(text: str) -> dict:
             out[name] = (value.lower() in ("1", "true", "yes") if cast is bool
                          else cast(value))
         except ValueError:
-            raise ValueError(f"--vary {item!r}: {value!r} is not a {cast.__name__}") from None
+            article = "an" if cast.__name__[0] in "aeiou" else "a"
+            raise ValueError(f"--vary {item!r}: {value!r} is not {article} "
+                             f"{cast.__name__}") from None
     return out
 
 

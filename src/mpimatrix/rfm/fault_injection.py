@@ -25,11 +25,12 @@ class FaultInjectionMixin(rfm.RegressionTestPlugin):
 
     def inject_into_benchmark(self, injector: str, meter: bool = True) -> None:
         """Preload the injector library into the benchmark's ranks (the launcher passes
-        it to the ranks only): its regression when MPIMATRIX_INJECT names this build,
+        it to the ranks only): its regression when MPIMATRIX_INJECT names this build
+        (and this test, where it names tests),
         and its node meter on batch partitions (node_load; `meter` False for a benchmark
         that times MPI_Init itself, where the meter's barrier would count)."""
         try:
-            spec = injection_for(self.build.name)
+            spec = injection_for(self.build.name, test=self.display_name)
         except InjectError as err:
             raise ReframeError(str(err)) from None
         env = {}

@@ -1,8 +1,10 @@
 """Injecting a known slowdown into one build's benchmark runs, for testing the
-regression gate: MPIMATRIX_INJECT='<build name regex>:<spec>[;...]', where spec is
-what the injector library reads (reframe_checks/src/mpimatrix_inject.c), e.g.
+regression gate: MPIMATRIX_INJECT='<build name regex>[@<test regex>]:<spec>[;...]', where
+spec is what the injector library reads (reframe_checks/src/mpimatrix_inject.c), e.g.
 `clock=0.25` (every timed interval +25 %), `msg_us=1,byte_ns=0.5,coll_us=5`, or
-`finalize_hang_s=600` (a hang in MPI_Finalize after the results)."""
+`finalize_hang_s=600` (a hang in MPI_Finalize after the results). With `@<test regex>`
+only the build's test cases whose name matches are slowed (one benchmark of a build:
+`mpich-4.0.2-debian@MPI1:Allreduce:clock=0.1`); the first item that matches is used."""
 
 from __future__ import annotations
 
@@ -18,18 +20,31 @@ class InjectError(ValueError):
     pass
 
 
-def injection_for(build_name: str, text: str | None = None) -> str:
-    """The injector spec for a build ('' for none)."""
+def injection_for(build_name: str, text: str | None = None, test: str = "") -> str:
+    """The injector spec for a build's test case named `test` ('' for none). Every item
+    is checked first: a malformed one raises InjectError with its text."""
+    for builds, tests, spec in _items(text):
+        if builds.search(build_name) and (tests is None or tests.search(test)):
+            return spec
+    return ""
+
+
+def _items(text: str | None) -> list[tuple[re.Pattern, re.Pattern | None, str]]:
     text = os.environ.get(INJECT_ENV, "") if text is None else text
+    out = []
     for item in filter(None, (x.strip() for x in text.split(";"))):
         pattern, sep, spec = item.rpartition(":")
         if not sep or not _SPEC.fullmatch(spec):
-            raise InjectError(f"{INJECT_ENV}: {item!r} is not <build regex>:<spec>, e.g. "
-                              "'mpich-5.0.2-pypi:clock=0.25'")
-        try:
-            if re.search(pattern, build_name):
-                return spec
-        except re.error as err:
-            raise InjectError(f"{INJECT_ENV}: {pattern!r} is not a regular expression "
-                              f"({err})") from None
-    return ""
+            raise InjectError(f"{INJECT_ENV}: {item!r} is not <build regex>[@<test regex>]:"
+                              "<spec>, e.g. 'mpich-5.0.2-pypi:clock=0.25'")
+        builds, at, tests = pattern.partition("@")
+        out.append((_compiled(builds), _compiled(tests) if at else None, spec))
+    return out
+
+
+def _compiled(pattern: str) -> re.Pattern:
+    try:
+        return re.compile(pattern)
+    except re.error as err:
+        raise InjectError(f"{INJECT_ENV}: {pattern!r} is not a regular expression "
+                          f"({err})") from None
