@@ -35,8 +35,7 @@ def cmd_bless(args) -> int:
     out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
     refs, stats = ({}, {}) if args.replace else references.read(out)
     # the settings the file was blessed with, changed by --vary (--replace: the defaults)
-    policy = replace(from_record(stats.get(POLICY_KEY)) if stats else DEFAULT_POLICY,
-                     **args.vary)
+    policy = replace(from_record(stats.get(POLICY_KEY)), **args.vary)
     blessed = references.bless(sessions, args.tolerance, system,
                                refs or references.CommentedMap(), stats, policy)
     references.write(blessed, out)

@@ -108,7 +108,7 @@ class GatePolicy:
     def changed(self) -> str:
         """The fields other than the defaults, as `--vary` takes them ('' for none);
         value_floor is bless's --tolerance and not listed."""
-        default = GatePolicy().record()
+        default = DEFAULT_POLICY.record()
         return ",".join(f"{k}={v}" for k, v in self.record().items()
                         if k != "value_floor" and v != default[k])
 
