@@ -174,15 +174,17 @@ def slow_class(session: dict, factor: float) -> dict:
     return session
 
 
-def slowed(session: dict, build: str, level: float) -> dict:
+def slowed(session: dict, build: str, level: float, test: str = "") -> dict:
     """A copy of the session with every timed interval of `build` `level` longer, as the
     clock injector makes it (times x (1 + level), rates / (1 + level), shares untouched),
-    its test cases marked injected as `mpimatrix run` marks them."""
+    its test cases marked injected as `mpimatrix run` marks them; with `test` (a regex),
+    only the build's test cases whose name matches ('<build>@<test>')."""
     import copy
+    import re
     out = copy.deepcopy(session)
     for run in out["runs"]:
         for tc in run["testcases"]:
-            if tc.get("build_name") != build:
+            if tc.get("build_name") != build or not re.search(test, tc["name"]):
                 continue
             tc["injected"] = f"clock={level}"
             for pv in (tc.get("perfvalues") or {}).values():

@@ -416,3 +416,25 @@ def test_a_pooled_confirmation_keeps_a_step_the_confirmation_reads_smaller(bless
     gone = whole_builds(session, blessed_others, AGAINST_OTHERS,
                         [confirmation(blessed_others, {VICTIM: 0.96})])
     assert gone[VICTIM].status == gate.NOISE
+
+
+def test_against_the_others_median_a_regressed_builds_values_are_judged_against_it_too(
+        blessed_others):
+    """Intel MPI 5 % slow, Debian MPICH 15 %, PyPI MPICH 40 %: with the host's 15 % taken
+    out, the whole build is judged against the median of the other two (about 0.96), and
+    so are its values named with it, not against the least-slowed build's 0.91 as with
+    the defaults."""
+    session = against(recorded(6), blessed_others, {"impi-2021.18.1-pypi": 1.05,
+                                                    "mpich-4.0.2-debian": 1.15, VICTIM: 1.40})
+    j = judged(session, [], blessed_others.stats, AGAINST_OTHERS)
+    [h] = j.hosts
+    env = next(b.environ for b in j.builds if b.build == VICTIM)
+    others = h.judged.levels[env]
+    assert others == pytest.approx((1.05 + 1.15) / 2 / 1.15, abs=0.03)
+    assert h.judged.level < others - 0.03
+    assert h.with_build_divisor(8, False, env) / h.with_build_divisor(8, False) == (
+        pytest.approx(others / h.judged.level))
+    least = judged(session, [], blessed_others.stats,
+                   replace(AGAINST_OTHERS, build_against_others=False)).hosts[0]
+    assert least.judged.levels == {}
+    assert least.with_build_divisor(8, False, env) == least.with_build_divisor(8, False)

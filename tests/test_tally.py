@@ -88,3 +88,24 @@ def test_a_build_slowed_half_again_is_on_the_detection_curve_with_its_prediction
                            "predicted "), line
     assert f"its values flagged {tally.rate(tally.values, 0.5).text()}; alone" in line
     assert "detection curve, the night of the step" in "\n".join(tally.lines())
+
+
+def test_one_benchmark_slowed_counts_its_values_and_leaves_the_build_out():
+    """MPIMATRIX_INJECT '<build>@MPI1:Allreduce': the victim's Allreduce values count as
+    injected, its other values as unchanged (they are), its whole build not at all (one
+    benchmark barely moves the build's median)."""
+    halves = recorded_halves()
+    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
+                               references.CommentedMap(), {}, DEFAULT_POLICY)
+    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    tally = Tally()
+    night = judge_night(refset.applied(slowed(halves[5], VICTIM, 0.5, "MPI1:Allreduce$")),
+                        [], refset)
+    tally.add(night, (VICTIM, 0.5))
+    gated = [v for v in night.judgement.verdicts
+             if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share]
+    mine = [v for v in gated if v.build == VICTIM and v.key.case.endswith("MPI1:Allreduce")]
+    assert mine and tally.values[0.5, "n"] == len(mine)
+    assert tally.values["unchanged", "n"] == len(gated) - len(mine) > len(mine)
+    assert tally.builds[0.5, "n"] == 0
+    assert tally.builds["unchanged", "n"] == len(night.judgement.builds) - 1 > 0

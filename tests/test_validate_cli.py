@@ -63,3 +63,19 @@ def test_replay_varies_the_gate_policy_by_field_and_refuses_an_unknown_field(tmp
     assert "build_floor" in proc.stderr
     proc = validate("replay", str(tmp_path), "--vary", "build_floor=low")
     assert proc.returncode == 2 and "'low' is not a float" in proc.stderr
+
+
+def test_gate_slows_one_benchmark_and_refuses_a_bad_test_regex():
+    """`validate gate --inject-test REGEX` injects '<build>@REGEX' (checked before any
+    session runs: a regex that does not compile is an argparse error)."""
+    from mpimatrix.rfm.inject import injection_for
+    from mpimatrix.validation.gate_rates import scheduled
+
+    build, level, spec = scheduled(0, True, ["mpich-4.0.2-debian"], [0.1], "MPI1:Allreduce$")
+    assert (build, level) == ("mpich-4.0.2-debian", 0.1)
+    assert spec == r"^mpich\-4\.0\.2\-debian$@MPI1:Allreduce$:clock=0.1"
+    assert injection_for(build, spec, "ImbCheck %benchmark=MPI1:Allreduce") == "clock=0.1"
+    assert injection_for(build, spec, "ImbCheck %benchmark=MPI1:PingPong") == ""
+    proc = validate("gate", "--inject-test", "MPI1:(Allreduce")
+    assert proc.returncode == 2
+    assert "'MPI1:(Allreduce' is not a regular expression" in proc.stderr, proc.stderr

@@ -79,8 +79,10 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                              policy.build_confirm_pooled) for b in builds]
     regressed = {(b.partition, b.build): b for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
-                          first_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
-                          conf_hosts[v.partition].with_build_divisor(v.size, v.higher_is_better),
+                          first_hosts[v.partition].with_build_divisor(
+                              v.size, v.higher_is_better, v.environ),
+                          conf_hosts[v.partition].with_build_divisor(
+                              v.size, v.higher_is_better, v.environ),
                           regressed[v.partition, v.build].together)
               if (v.partition, v.build) in regressed else v for v in values]
     builds = [replace(b, regressed_values=sum(

@@ -73,13 +73,15 @@ class Host:
         """The host factor a value is judged against: its class's (never below 1)."""
         return host.judging(self.slowdowns.factor_of(host.value_class(size, higher_is_better)))
 
-    def with_build_divisor(self, size: int | None, higher_is_better: bool) -> float | None:
-        """What a value of a build judged as a whole is divided by: what the build whole
-        builds were judged against showed in its class (host.Slowdowns.expected)."""
-        if self.judged.level is None:
+    def with_build_divisor(self, size: int | None, higher_is_better: bool,
+                           environ: str = "") -> float | None:
+        """What a value of a build judged as a whole is divided by: what the level its
+        build was judged against (the least-slowed build's, or the other builds' median)
+        showed in its class (host.Slowdowns.expected)."""
+        level = self.judged.levels.get(environ, self.judged.level)
+        if level is None:
             return None
-        return self.slowdowns.expected(host.value_class(size, higher_is_better),
-                                       self.judged.level)
+        return self.slowdowns.expected(host.value_class(size, higher_is_better), level)
 
     def line(self) -> str:
         each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))

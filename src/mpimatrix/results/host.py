@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from .policy import DEFAULT_POLICY, GatePolicy
@@ -105,6 +105,9 @@ class BuildFactors:
     factors: dict[str, float]  # {environ: median slowdown over the level}
     level: float | None  # the least-slowed build's (or the median build's) slowdown
     together: tuple[str, ...] = ()  # builds the machine moved at once (against the median)
+    #: against the other builds (policy.build_against_others): the level each build was
+    #: judged against, the median of the others' ({}: `level` for every build)
+    levels: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,12 @@ class Slowdowns:
         row = self.builds
         if row.least is None:
             return BuildFactors({}, None)
-        factors = (self._against_others() if self.policy.build_against_others
+        levels = self._others_levels() if self.policy.build_against_others else {}
+        factors = ({e: row.medians[e] / lv for e, lv in levels.items()} if levels
                    else self._against(row.least))
         outside = tuple(sorted(e for e, f in factors.items() if f > 1 + tolerance(e)))
         if 2 * len(outside) <= len(factors):
-            return BuildFactors(factors, row.least)
+            return BuildFactors(factors, row.least, levels=levels)
         mid = statistics.median(row.medians.values())
         return BuildFactors(self._against(mid), mid, outside)
 
@@ -177,14 +181,13 @@ class Slowdowns:
         floor = 1 / usual if usual else 0.0
         return judging((self.factor_of(cls) or 1.0) * max(level, floor)) or 1.0
 
-    def _against_others(self) -> dict[str, float]:
-        """Each build's level (its median once its classes' host factors are out) over
-        the median of the other builds' levels."""
+    def _others_levels(self) -> dict[str, float]:
+        """For each build with enough values, the median of the other builds' levels
+        (their medians once their classes' host factors are out): a build's factor is its
+        own level over it."""
         row = self.builds
-        levels = {e: m for e, m in row.medians.items()
-                  if len(row.slowdowns[e]) >= self.policy.min_build_values}
-        return {e: m / statistics.median(x for o, x in row.medians.items() if o != e)
-                for e, m in levels.items()}
+        return {e: statistics.median(x for o, x in row.medians.items() if o != e)
+                for e in row.medians if len(row.slowdowns[e]) >= self.policy.min_build_values}
 
     def _against(self, level: float) -> dict[str, float]:
         """Each build's median slowdown over what a build at `level` shows in each

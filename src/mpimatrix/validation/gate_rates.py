@@ -28,6 +28,7 @@ with its counts and its 95 % interval.
     mpimatrix validate gate --mode quick       # one pass per session
     mpimatrix validate gate --sessions 4 --levels 0.5 --only 'mpich|impi'
     mpimatrix validate gate --sessions 10 --record 6   # for mpimatrix validate replay
+    mpimatrix validate gate --levels 0.10 --inject-test 'MPI1:Allreduce$'  # one benchmark
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ..results.night import judge_night
 from ..results.policy import DEFAULT_POLICY, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
+from ..rfm.inject import InjectError, injection_for
 from ..run.prune import KEEP_ENV
 from .command import MPIMATRIX
 from .tally import Tally
@@ -92,16 +94,18 @@ def injections(report: dict) -> set[tuple[str, str]]:
             if tc.get("injected")}
 
 
-def scheduled(i: int, injected: bool, builds: list[str], levels: list[float]):
+def scheduled(i: int, injected: bool, builds: list[str], levels: list[float],
+              test: str = ""):
     """Session i's injection: (build, level, MPIMATRIX_INJECT). Builds in turn, and levels
-    in turn shifted by one every round of builds, so every build gets every level."""
+    in turn shifted by one every round of builds, so every build gets every level. With
+    `test` (a regex of test case names), only the build's test cases it matches."""
     if not injected:
         return "", 0.0, ""
     # round r = i // len(builds) shifts the levels by r: (i + r) gave build b the level
     # 4r + b, the same one in every round when the builds are 3 and the levels 2
     turn, rnd = i % len(builds), i // len(builds)
     build, level = builds[turn], levels[(turn + rnd) % len(levels)]
-    return build, level, f"^{re.escape(build)}$:clock={level}"
+    return build, level, f"^{re.escape(build)}${'@' + test if test else ''}:clock={level}"
 
 
 def schedule(unchanged: int, every: int) -> list[tuple[int, bool]]:
@@ -143,6 +147,10 @@ def main(argv=None, prog: str | None = None) -> int:
                    "then measure those programs as well)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted experiment "
                    "in --results: its stored sessions are used where they fit the schedule")
+    p.add_argument("--inject-test", default="", metavar="REGEX", help="slow only the "
+                   "injected build's test cases whose name matches (one benchmark, e.g. "
+                   "'MPI1:Allreduce$'): its values are counted as injected, the build's "
+                   "others as unchanged, the build as a whole not at all")
     p.add_argument("--vary", default="", metavar="FIELD=VALUE[,...]", help="bless --vary: "
                    "gate settings other than the defaults, judged live (GatePolicy fields)")
     p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
@@ -151,7 +159,9 @@ def main(argv=None, prog: str | None = None) -> int:
     args = p.parse_args(argv)
     try:
         variation(args.vary)
-    except ValueError as err:
+        if args.inject_test:
+            injection_for("", f"x@{args.inject_test}:clock=0")  # checks the regex
+    except (ValueError, InjectError) as err:  # InjectError: a regex that does not compile
         p.error(str(err))
     if args.record:
         args.mode, args.reframe = "quick", f"{args.reframe} --reruns={args.record - 1}".strip()
@@ -191,7 +201,7 @@ def main(argv=None, prog: str | None = None) -> int:
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports]
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
-        build, level, spec = scheduled(i, injected, builds, levels)
+        build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
         if stored:
             report = stored.pop(0)
@@ -223,7 +233,7 @@ def main(argv=None, prog: str | None = None) -> int:
 
 def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
-        build, level, spec = scheduled(i, injected, builds, levels)
+        build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         run(results, args, inject=spec, confirm=False)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
         print(f"# session {n_run} {what}: "

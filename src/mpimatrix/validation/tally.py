@@ -112,6 +112,11 @@ class Tally:
         self.hosts += any(h.slow for h in judged.hosts)
         self.fast += any(h.fast for h in judged.hosts)
         victim, level = injected or ("", 0.0)
+        # the victim's test cases the injector slowed: all of them, or those of one
+        # benchmark (MPIMATRIX_INJECT '<build>@<test>'); its other values are unchanged
+        slowed = {c.name for c in night.session.cases if c.injected and c.build == victim}
+        part = bool(slowed) and any(c.build == victim and not c.injected and c.measured
+                                    for c in night.session.cases)
         if not injected:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
             self.nights["n"] += 1
             self.nights["red"] += bool(judged.regressions)
@@ -119,6 +124,8 @@ class Tally:
             self.nights["with a value on watch"] += bool(judged.watched)
             self.log += [f"red night ({what}): {ln}" for ln in judged.regressions]
         for b in judged.builds:
+            if injected and part and b.build == victim:
+                continue  # one benchmark slowed: the build as a whole is neither
             kind = level if injected and b.build == victim else "unchanged"
             self.builds[kind, "n"] += 1
             self.builds[kind, "flagged"] += b.status == gate.REGRESSION
@@ -134,7 +141,9 @@ class Tally:
             self.gated[gated] += 1
             if not gated:
                 continue
-            kind = level if injected and v.build == victim else "unchanged"
+            hit = v.build == victim and (not part or (v.key is not None
+                                                      and v.key.case in slowed))
+            kind = level if injected and hit else "unchanged"
             if kind != "unchanged" and v.is_share:
                 continue  # an overlap does not move with the clock
             self.values[kind, "n"] += 1
