@@ -20,11 +20,9 @@ VICTIM = "mpich-5.0.2-pypi"
 
 
 def nights(step_from: int = 99, factor: float = 1.0, host_from: int = 99,
-           host_factor: float = 1.0, n: int = 12,
-           jitter: dict[str, dict[int, float]] | None = None) -> list[Session]:
+           host_factor: float = 1.0, n: int = 12) -> list[Session]:
     """n sessions, one a night: VICTIM's times x factor (rates /) from session step_from
-    on, every build's x host_factor from session host_from on, and a build's x
-    jitter[build][session] in that session alone."""
+    on, every build's x host_factor from session host_from on."""
     halves = [six_pass_session(i, a, a + 3) for i in range(1, 8) for a in (0, 3)]
     out = []
     for i, s in enumerate(halves[:n]):
@@ -36,7 +34,6 @@ def nights(step_from: int = 99, factor: float = 1.0, host_from: int = 99,
                 f = host_factor if i + 1 >= host_from else 1.0
                 if tc.get("build_name") == VICTIM and i + 1 >= step_from:
                     f *= factor
-                f *= (jitter or {}).get(tc.get("build_name"), {}).get(i + 1, 1.0)
                 for pv in (tc.get("perfvalues") or {}).values():
                     if pv[4] != "%":
                         pv[0] = pv[0] / f if pv[4] == "MB/s" else pv[0] * f
@@ -114,22 +111,6 @@ def test_a_step_of_the_whole_host_is_one_host_change():
     assert idents(c for c in changes if c not in host) <= own_steps()
     raw = [c for s in history.series_of(sessions) for c in history.change_points(s)]
     assert len({c.series.build for c in raw}) == 3
-
-
-def test_a_whole_builds_step_is_found_while_another_build_jitters():
-    """Six sessions, VICTIM twice as slow from the fourth, another build 25 % faster in
-    session 2 and 30 % slower in session 5, alone: VICTIM's series as a whole steps at
-    session 4. A session's host factor is the median of the three builds, so it carried
-    that build's jitter into VICTIM's series when each point was divided by its own
-    session's factor (the step then missed p < 0.01, as it did in a CI run); divided by
-    the host's level, as its values are, it does not."""
-    other = "mpich-4.0.2-debian"
-    sessions = nights(step_from=4, factor=2.0, n=6, jitter={other: {2: 0.75, 5: 1.3}})
-    changes = history.all_changes(sessions)
-    whole = [c for c in changes if c.series.whole_build and c.series.build == VICTIM]
-    assert [c.point.session for c in whole] == ["s04"], [c.line() for c in changes]
-    assert whole[0].change == pytest.approx(1.0, abs=0.1)
-    assert not [c for c in changes if c.series.whole_build and c.series.build == other]
 
 
 def test_one_builds_step_is_found_while_the_host_drifts():

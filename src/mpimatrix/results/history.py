@@ -201,26 +201,23 @@ def _slowdowns(series: list[Series]) -> dict[tuple[str, str], dict[str, list[flo
 
 def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> list[Series]:
     """Each build's series judged against the host, one host series per partition (the
-    sessions' host factors) and one series per build as a whole (its median slowdown
-    against the host, gate_builds.py). Each point, a whole build's too, is divided by the
-    host's level (the mean of its factors between the host's own steps), not by its own
-    session's factor: that takes a step of the whole host out but leaves the
-    session-to-session jitter alone. A session's factor is the median of three or so
-    builds, so it carries the other builds' own jitter: on a CI machine whose state
-    changed mid-run, a whole build slowed 3x, divided session by session, showed no step
-    while three of its values, divided by the level, stepped at p < 0.001."""
+    sessions' host factors) and one series per build as a whole (its factor against the
+    host, gate_builds.py). Each point is divided by the host's level (the mean of its
+    factors between the host's own steps), not by its own session's factor: that takes a
+    step of the whole host out but leaves the session-to-session jitter alone."""
     rows = {at: row for at, row in host.table(_slowdowns(series), policy).items()
             if row.factor}
     starts = {p.session: p for s in series for p in s.points}
     names = {s.key[1]: s.build for s in series}
     extra: dict[tuple, Series] = {}
     for (session, part), row in sorted(rows.items(), key=lambda kv: starts[kv[0][0]].time):
+        f = row.factor
         h = extra.setdefault((part, HOST), Series((part, HOST, HOST, "factor"), HOST,
                                                   "all builds", "", "factor", "x", False))
-        h.points.append(replace(starts[session], value=row.factor, build_hash="",
-                                injected="", samples=(), failed=False))
+        h.points.append(replace(starts[session], value=f, build_hash="", injected="",
+                                samples=(), failed=False))
         for env in row.slowdowns:
-            if (build := row.build_factor(env, 1.0)) is not None:  # over the level below
+            if (build := row.build_factor(env, f)) is not None:
                 b = extra.setdefault((part, env), Series(
                     (part, env, WHOLE_BUILD, "factor"), names[env], WHOLE_BUILD, "", "factor",
                     "x", False, against_host=True, whole_build=True))
@@ -235,10 +232,6 @@ def against_host(series: list[Series], policy: GatePolicy = DEFAULT_POLICY) -> l
         for lo, hi in itertools.pairwise(bounds):
             level = statistics.mean(p.value for p in h.points[lo:hi])
             levels.update({(p.session, part): level for p in h.points[lo:hi]})
-    for (part, env), b in extra.items():
-        if env != HOST:
-            b.points = [replace(p, value=p.value / levels[(p.session, part)])
-                        for p in b.points]
     out = []
     for s in series:
         fs = [levels.get((p.session, s.key[0])) for p in s.points]

@@ -108,6 +108,11 @@ def record(path: Path, uuid: str, load: Load) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
+def disturbed_uuids(path: Path) -> set[str]:
+    """The sessions the record at `path` says other programs disturbed."""
+    return {u for u, rec in loads(path).items() if isinstance(rec, dict) and rec.get("disturbed")}
+
+
 def loads(path: Path) -> dict:
     try:
         data = json.loads(path.read_text())

@@ -59,8 +59,7 @@ def previous_nights(skip: str = "", before: float | None = None
     """The stored sessions that were not disturbed by other programs, newest first, each
     with its confirmation sessions (a confirmation runs right after its session, so the
     confirmations are read newest first only as far as the sessions asked for)."""
-    disturbed = {u for u, rec in machine.loads(load_record_path()).items()
-                 if isinstance(rec, dict) and rec.get("disturbed")}
+    disturbed = machine.disturbed_uuids(load_record_path())
     confirmations = _stored_newest_first(True)
     seen: dict[str, list[Session]] = {}
     oldest_seen = float("inf")

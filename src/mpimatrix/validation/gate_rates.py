@@ -49,6 +49,7 @@ from ..results.policy import DEFAULT_POLICY, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
 from ..rfm.inject import InjectError, injection_for
+from ..run import machine
 from ..run.prune import KEEP_ENV
 from .command import MPIMATRIX
 from .tally import Tally
@@ -80,6 +81,12 @@ def confirmations(results: Path, report: dict) -> list:
     uuid = report["session_info"]["uuid"]
     confs = [load_report(f) for f in sorted((results / "reports").glob("*-confirm.json"))]
     return [c for c in confs if (c["session_info"].get("confirms") or "") == uuid]
+
+
+def disturbed_in(results: Path) -> set[str]:
+    """The sessions of a store other programs disturbed (`mpimatrix run` records them):
+    the live gate's watch rule skips them (run/nights.py previous_nights)."""
+    return machine.disturbed_uuids(results / "db" / "machine-load.json")
 
 
 def stored_sessions(results: Path) -> list[dict]:
@@ -199,7 +206,8 @@ def main(argv=None, prog: str | None = None) -> int:
     tally = Tally({(f.partition, f.environ): f.spread
                    for f in floors.build_floors(references.stats)})
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
-    history: list[watch.Night] = [(load(r), []) for r in bless_reports]
+    history: list[watch.Night] = [(load(r), []) for r in bless_reports
+                                  if r["session_info"]["uuid"] not in disturbed_in(results)]
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
@@ -216,7 +224,8 @@ def main(argv=None, prog: str | None = None) -> int:
         session = references.applied(report)
         confirmed = [load(c) for c in confs]
         night = judge_night(session, confirmed, references, reversed(history))
-        history.append((session, confirmed))
+        if session.uuid not in disturbed_in(results):  # as the live gate's watch rule
+            history.append((session, confirmed))
         tally.add(night, (build, level) if injected else None, f"session {n_run}, {what}")
         print(f"# session {n_run} {what}: {time.time() - t0:.0f} s", flush=True)
     print("\n".join([*tally.log, *tally.lines()]))

@@ -46,7 +46,7 @@ from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from .gate_rates import confirmations, stored_sessions
+from .gate_rates import confirmations, disturbed_in, stored_sessions
 from .tally import Tally
 
 
@@ -92,14 +92,18 @@ def read_store(store: Path) -> tuple[list[dict], dict[str | None, dict]]:
 def replay_store(store: Path) -> list[Night]:
     """Every stored session of a results store, oldest first, judged again as `mpimatrix
     run` judged it: its stored confirmation, the nights before it for the watch rule, the
-    references `mpimatrix bless` wrote there (the verdicts must be the live gate's)."""
+    references `mpimatrix bless` wrote there (the verdicts must be the live gate's). As
+    there, the nights other programs disturbed are left out of the watch rule's earlier
+    nights (run/nights.py previous_nights)."""
     refset = ReferenceSet.of_store(store)
     reports = sorted(stored_sessions(store),
                      key=lambda r: r["session_info"].get("time_start_unix", 0))
+    disturbed = disturbed_in(store)
     nights: list[Night] = []
     for report in reports:
         confs = [load(c) for c in confirmations(store, report)]
-        earlier = [(n.session, n.confirmations) for n in reversed(nights)]
+        earlier = [(n.session, n.confirmations) for n in reversed(nights)
+                   if n.session.uuid not in disturbed]
         nights.append(judge_night(refset.applied(report), confs, refset, earlier))
     return nights
 

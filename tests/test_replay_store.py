@@ -1,0 +1,49 @@
+"""`mpimatrix validate replay` judges a store's nights as `mpimatrix run` judged them: a
+night other programs disturbed (db/machine-load.json) is stored, and left out of the
+watch rule's earlier nights, by the live gate (run/nights.py) and by the replay alike."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import slowed
+
+from mpimatrix.validation.replay import replay_store
+from mpimatrix.validation.unchanged import recorded_halves
+
+MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
+VICTIM = "mpich-5.0.2-pypi"
+
+
+def test_a_disturbed_night_is_no_earlier_night_of_the_watch_rule(tmp_path):
+    """Blessed from 5 recorded quiet sessions; then three nights with the victim's PingPong
+    twice as slow, the second disturbed: the third night's REGRESSION lines name the first
+    night as the one where the values were outside before, not the disturbed one."""
+    halves = recorded_halves()
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    files = []
+    for k, half in enumerate(halves[:8]):
+        if k >= 5:
+            half = slowed(half, VICTIM, 1.0, "MPI1:PingPong$")
+        files.append(reports / f"compare-{k:02d}.json")
+        files[-1].write_text(json.dumps(half))
+    proc = subprocess.run([MPIMATRIX, "bless", "--include-disturbed",
+                           *[a for f in files[:5] for a in ("--report", str(f))]],
+                          env={**os.environ, "MPIMATRIX_RESULTS": str(tmp_path)},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, busy, last = (h["session_info"]["uuid"] for h in halves[5:8])
+    (tmp_path / "db").mkdir()
+    (tmp_path / "db" / "machine-load.json").write_text(json.dumps(
+        {busy: {"seconds": 150.0, "foreign_cpu": 60.0, "cores": 2, "disturbed": True}}))
+    nights = {n.session.uuid: n for n in replay_store(tmp_path)}
+    assert nights[first].judgement.watched and not nights[first].judgement.regressions
+    lines = nights[last].judgement.regressions
+    assert lines and all(ln.startswith(f"REGRESSION {VICTIM} Imb MPI1:PingPong ")
+                         for ln in lines), lines
+    assert all(ln.endswith(f"outside in session {first[:8]} too)") for ln in lines), lines
