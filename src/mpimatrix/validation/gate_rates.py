@@ -206,8 +206,9 @@ def main(argv=None, prog: str | None = None) -> int:
     tally = Tally({(f.partition, f.environ): f.spread
                    for f in floors.build_floors(references.stats)})
     # the sessions so far with their confirmations, for the watch rule (results/watch.py)
+    disturbed = disturbed_in(results)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports
-                                  if r["session_info"]["uuid"] not in disturbed_in(results)]
+                                  if r["session_info"]["uuid"] not in disturbed]
     for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
         build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
