@@ -1,6 +1,6 @@
 """The matrix for real, from the offline kit: Spack installs OSU and IMB on the Debian
-MPIs (externals) and on source builds (MVAPICH2 nemesis, Open MPI 4.1.4 with Slurm
-PMI-2; MPICH 4.0.2 ch3:tcp is in KIT_ROWS, not here: CI's time), then `spack env activate` and plain
+MPIs (externals) and on a source build (MVAPICH2 nemesis; the source rows of Open MPI
+and MPICH are in KIT_ROWS, not here: CI's time), then `spack env activate` and plain
 `reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
 them internode through srun.
 
@@ -39,8 +39,7 @@ pytestmark = pytest.mark.spack
 
 ROOT = project_root()
 #: The build names of CI_ROWS' MPIs (the MVAPICH2 one is found by its prefix).
-BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12", "openmpi-4.1.4-kit-pmi-gcc12",
-          "mpich-4.0.2-kit-ch3-tcp-gcc12")
+BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12")
 
 
 def _require_kit() -> Path:
@@ -72,8 +71,10 @@ def kit_env(request, tmp_path_factory):
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     out = {}
     # --fresh: the lock from spack.yaml and the recipes alone, not from what is installed
-    # (Spack reuses installed specs: the changed rows' IMB -O3 would do for this row's IMB)
-    for step in (["concretize", "--fresh"], ["install", "--fail-fast"]):
+    # (Spack reuses installed specs: the changed rows' IMB -O3 would do for this row's IMB).
+    # -p 2: the externals' OSU and IMB build while MVAPICH2's serial autogen and configure
+    # leave a core idle
+    for step in (["concretize", "--fresh"], ["install", "--fail-fast", "-p", "2"]):
         t0 = time.monotonic()
         proc = subprocess.run([spack, "-e", str(env_dir), *step], env=env,
                               capture_output=True, text=True, timeout=3600)
@@ -95,9 +96,7 @@ def test_kit_rows_are_installed(kit_env):
     assert versions["osu-micro-benchmarks"] == {"7.4-kit"}
     assert versions["intel-mpi-benchmarks"] == {"2021.7"}
     assert versions["mvapich2"] == {"2.3.7-1-kit"}
-    # the Debian external and the kit's source tree of the same release, side by side
-    assert versions["openmpi"] == {"4.1.4", "4.1.4-kit"}
-    assert versions["mpich"] == {"4.0.2", "4.0.2-kit"}
+    assert versions["openmpi"] == {"4.1.4"} and versions["mpich"] == {"4.0.2"}  # Debian's
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
                            "--format", "{name}@{version} {variants} /{hash:7}"],
                           env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
@@ -110,8 +109,6 @@ def test_kit_rows_are_installed(kit_env):
     assert found.count("intel-mpi-benchmarks@2021.7") == n, found
     assert any(line.startswith("mvapich2@2.3.7-1-kit ") and " fabrics=nemesis " in line
                for line in found.splitlines()), found
-    assert any(line.startswith("mpich@4.0.2-kit ") and " device=ch3 " in line
-               and " netmod=tcp " in line for line in found.splitlines()), found
 
 
 def _session_cases(results: Path) -> list[dict]:
@@ -337,7 +334,12 @@ def test_cluster_loads_the_kit_modules_inside_the_slurm_jobs(kit_modules, reques
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
     by_build: dict[str, set[str]] = {}
     for tc in _session_cases(results):
-        assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
+        # xfail: Debian MPICH 4.0 (ch4:ucx) hung in MPI_Finalize after its results, the
+        # known fault of builds/known_faults.py (3-10 % of its runs on 2 nodes; a CI run
+        # met it): the job loaded the modules and ran between the nodes all the same
+        assert tc["result"] == "pass" or (
+            tc["result"] == "xfail" and tc["build_name"].startswith("mpich-4.0.2-ext")), (
+            tc["display_name"], tc["build_name"], tc["result"], tc["fail_reason"])
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
         assert tc["build_provenance"] == "module", tc["build_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
@@ -352,7 +354,7 @@ def test_cluster_loads_the_kit_modules_inside_the_slurm_jobs(kit_modules, reques
 CHANGED_ROWS = (*CI_ROWS[:2], CI_ROWS[2] + " ^intel-mpi-benchmarks cflags=-O3", *CI_ROWS[3:])
 MVAPICH2_IMB = "intel-mpi-benchmarks@2021.7 (spack): cflags (none) -> -O3"
 # The three builds the sessions run (three give the gate its host factor and whole-build
-# verdicts; the source-built Open MPI and MPICH rows add time, not coverage, here).
+# verdicts).
 IMB_INTRANODE = ["--only", r"^(openmpi-4\.1\.4-ext|mpich-4\.0\.2-ext|mvapich2-)", "--",
                  "-n", r"ImbCheck%placement=intranode%benchmark=MPI1:(PingPong|Allreduce)$"]
 

@@ -109,3 +109,52 @@ def test_one_benchmark_slowed_counts_its_values_and_leaves_the_build_out():
     assert tally.values["unchanged", "n"] == len(gated) - len(mine) > len(mine)
     assert tally.builds[0.5, "n"] == 0
     assert tally.builds["unchanged", "n"] == len(night.judgement.builds) - 1 > 0
+
+
+def test_a_step_held_three_nights_counts_what_is_named_by_each_night():
+    """`validate gate --streak 3`: one benchmark of the victim slowed three nights running
+    (one streak; an unchanged night after it ends it). A value outside alone is on watch
+    the first night and a regression the second, so the values named by night 2 include
+    those on watch at night 1; the counts by night k never fall."""
+    halves = recorded_halves()
+    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
+                               references.CommentedMap(), {}, DEFAULT_POLICY)
+    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    tally = Tally()
+    history = [(refset.applied(s), []) for s in halves[:5]]
+    nights = []
+    for k, level in ((5, 0.5), (6, 0.5), (7, 0.5), (8, None)):
+        report = slowed(halves[k], VICTIM, level, "MPI1:PingPong$") if level else halves[k]
+        conf = ([refset.applied(slowed(halves[k + 1], VICTIM, level, "MPI1:PingPong$"))]
+                if level else [])
+        night = judge_night(refset.applied(report), conf, refset, reversed(history))
+        history.append((night.session, conf))
+        tally.add(night, (VICTIM, level) if level else None)
+        nights.append(night)
+    [streak] = tally.streaks
+    assert streak.victim == (VICTIM, 0.5) and streak.nights == 3
+
+    def named(night) -> set:
+        return {(v.build, v.key) for v in night.judgement.verdicts
+                if v.build == VICTIM and v.status == gate.REGRESSION
+                and v.key.case.endswith("MPI1:PingPong")}
+
+    first, second = named(nights[0]), named(nights[0]) | named(nights[1])
+    watched = {(v.build, v.key) for v in nights[0].judgement.verdicts
+               if v.status == gate.WATCH and v.build == VICTIM}
+    assert watched <= second  # on watch the first night, named the next
+    counts = [streak.caught_by(k) for k in (1, 2, 3)]
+    n = len(streak.values)
+    assert n > 0 and all(total == n for _, total in counts)
+    assert counts[0][0] == len(first) and counts[1][0] == len(second)
+    assert counts[0][0] <= counts[1][0] <= counts[2][0] and counts[2][0] > 0
+    assert streak.caught_by(4) == (0, 0)  # the streak lasted three nights
+    # each value is either within its floor of the step or not
+    assert streak.caught_by(3, True)[1] + streak.caught_by(3, False)[1] == n
+    lines = tally.streak_lines()
+    assert lines[0].startswith("steps held 3 nights running (--streak)"), lines
+    assert lines[2].startswith("  +50%, all its values: by night 1 "
+                               f"{counts[0][0]} of {n} "), lines
+    # one benchmark slowed: the build as a whole is not counted
+    assert "by night 3" in lines[2] and len(lines) == 3, lines
+    assert lines[1] in tally.lines()

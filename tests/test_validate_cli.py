@@ -79,3 +79,23 @@ def test_gate_slows_one_benchmark_and_refuses_a_bad_test_regex():
     proc = validate("gate", "--inject-test", "MPI1:(Allreduce")
     assert proc.returncode == 2
     assert "'MPI1:(Allreduce' is not a regular expression" in proc.stderr, proc.stderr
+
+
+def test_gate_holds_each_step_streak_nights_running_and_refuses_counts_below_one():
+    """`validate gate --streak 3`: each injected step (the same build and level) three
+    nights running after every --inject-every unchanged ones; a count below one is an
+    argparse error, before any session runs."""
+    from mpimatrix.validation.gate_rates import schedule, scheduled
+
+    assert schedule(4, 2) == [(0, False), (1, False), (0, True), (2, False), (3, False),
+                              (1, True)]
+    plan = schedule(4, 2, streak=3)
+    assert plan == [(0, False), (1, False), (0, True), (0, True), (0, True), (2, False),
+                    (3, False), (1, True), (1, True), (1, True)]
+    builds = ["impi-2021.18.1-pypi", "mpich-4.0.2-debian"]
+    steps = [scheduled(i, True, builds, [0.1, 0.25])[:2] for i, injected in plan if injected]
+    assert steps == [("impi-2021.18.1-pypi", 0.1)] * 3 + [("mpich-4.0.2-debian", 0.25)] * 3
+    for option in ("--streak", "--inject-every", "--sessions", "--bless"):
+        proc = validate("gate", option, "0")
+        assert proc.returncode == 2
+        assert f"{option} must be at least 1, not 0" in proc.stderr, proc.stderr

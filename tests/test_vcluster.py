@@ -522,15 +522,17 @@ FIXTURES = r"(?: \(\+\d+ fixture\(s\) .*? in all\))?"
 
 
 def _imb_cluster_session(lay: Layout, build: str, pattern: str, inject: str = "",
-                         results: Path | None = None, confirm: bool = False
-                         ) -> tuple[subprocess.CompletedProcess, dict, Path]:
-    """`mpimatrix cluster run` of IMB cases on one build (no confirmation unless asked):
-    the process, the final cases by build name, and the results store."""
+                         results: Path | None = None, confirm: bool = False,
+                         retries: int = 0) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    """`mpimatrix cluster run` of IMB cases on one build (no confirmation unless asked;
+    a failed case run again `retries` times): the process, the final cases by build
+    name, and the results store."""
     results = results or _short_tmpdir("r")
     env = {**os.environ, "MPIMATRIX_RESULTS": str(results), "MPIMATRIX_INJECT": inject}
     proc = subprocess.run(
         [MPIMATRIX, "cluster", "run", "--dir", str(lay.dir), "--", "--partition", "compute$",
-         *([] if confirm else ["--no-confirm"]), "--only", build, "--", "-n",
+         *([] if confirm else ["--no-confirm"]), "--only", build, "--",
+         *([f"--max-retries={retries}"] if retries else []), "-n",
          f"ImbCheck%placement={pattern}"],
         env=env, capture_output=True, text=True, timeout=1200)
     found = re.search(r"^report: (\S+)$", proc.stdout, re.M)
@@ -559,8 +561,10 @@ def test_cluster_nights_are_blessed_and_judged_on_the_benchmarks_nodes(vcluster,
         uuid = re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)[1]
         return json.loads((results / "db" / "machine-load.json").read_text())[uuid]
 
+    # retried once: Intel MPI between the emulated nodes died at 4 MiB once and hung in
+    # MPI_Finalize once in a CI run; what is tested here is the metering
     for _ in range(3):
-        proc, quiet, _ = _imb_cluster_session(lay, only, cases, results=results)
+        proc, quiet, _ = _imb_cluster_session(lay, only, cases, results=results, retries=1)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
         for tc in quiet.values():
             assert tc["node_load"]["nodes"] == 2 and tc["node_load"]["wall"] > 0, tc["node_load"]
@@ -578,7 +582,8 @@ def test_cluster_nights_are_blessed_and_judged_on_the_benchmarks_nodes(vcluster,
     gated = re.search(r"\d+ value\(s\) from 3 run\(s\), ([1-9]\d*) gated", bless.stdout)
     assert gated, bless.stdout
     # the next quiet night, with confirmation: judged against the blessed references
-    proc, _, _ = _imb_cluster_session(lay, only, cases, results=results, confirm=True)
+    proc, _, _ = _imb_cluster_session(lay, only, cases, results=results, confirm=True,
+                                      retries=1)
     print(proc.stdout[-2500:])
     assert not load(proc)["disturbed"] and "DISTURBED" not in proc.stdout
     assert proc.returncode in (0, 1) and " 0 failed," in proc.stdout, proc.stdout[-3000:]

@@ -42,6 +42,11 @@ def _items(text: str | None) -> list[tuple[re.Pattern, re.Pattern | None, str]]:
     return out
 
 
+def check_pattern(pattern: str) -> None:
+    """Raises InjectError naming `pattern` when it is not a regular expression."""
+    _compiled(pattern)
+
+
 def _compiled(pattern: str) -> re.Pattern:
     try:
         return re.compile(pattern)

@@ -29,6 +29,7 @@ with its counts and its 95 % interval.
     mpimatrix validate gate --sessions 4 --levels 0.5 --only 'mpich|impi'
     mpimatrix validate gate --sessions 10 --record 6   # for mpimatrix validate replay
     mpimatrix validate gate --levels 0.10 --inject-test 'MPI1:Allreduce$'  # one benchmark
+    mpimatrix validate gate --levels 0.10 --streak 3 --inject-every 2  # within three nights
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from ..results.night import judge_night
 from ..results.policy import DEFAULT_POLICY, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
-from ..rfm.inject import InjectError, injection_for
+from ..rfm.inject import InjectError, check_pattern
 from ..run import machine
 from ..run.prune import KEEP_ENV
 from .command import MPIMATRIX
@@ -115,16 +116,22 @@ def scheduled(i: int, injected: bool, builds: list[str], levels: list[float],
     return build, level, f"^{re.escape(build)}${'@' + test if test else ''}:clock={level}"
 
 
-def schedule(unchanged: int, every: int) -> list[tuple[int, bool]]:
-    """(index, injected) in run order: `unchanged` unchanged sessions, an injected one after
-    every `every` of them; the index counts each kind on its own (it picks the build)."""
+def schedule(unchanged: int, every: int, streak: int = 1) -> list[tuple[int, bool]]:
+    """(index, injected) in run order: `unchanged` unchanged sessions, after every `every`
+    of them an injected step held `streak` sessions running; the index counts each kind on
+    its own (it picks the build and level: the same for every night of a streak)."""
     out, injected = [], 0
     for i in range(unchanged):
         out.append((i, False))
         if (i + 1) % every == 0:
-            out.append((injected, True))
+            out += [(injected, True)] * streak
             injected += 1
     return out
+
+
+def nights(args) -> list[tuple[int, bool]]:
+    """The experiment's schedule from its command line."""
+    return schedule(args.sessions, args.inject_every, args.streak)
 
 
 def builds_of(report: dict) -> list[str]:
@@ -140,6 +147,9 @@ def main(argv=None, prog: str | None = None) -> int:
                    "injected ones, one after every --inject-every unchanged)")
     p.add_argument("--inject-every", type=int, default=1, metavar="M", help="an injected "
                    "session after every M unchanged ones (1: U, I, U, I, ...; 2: U, U, I, ...)")
+    p.add_argument("--streak", type=int, default=1, metavar="N", help="each injected step "
+                   "held N nights running (same build, level and tests): counts what is "
+                   "named by each night, a value alone being on watch its first night")
     p.add_argument("--levels", default="0.10,0.25,0.50", help="injected slowdowns")
     p.add_argument("--floor", default=str(DEFAULT_POLICY.value_floor),
                    help="bless --tolerance (the floor)")
@@ -164,10 +174,13 @@ def main(argv=None, prog: str | None = None) -> int:
                    "(B, then K unchanged and K injected interleaved) with P passes each and "
                    "no confirmation, for `mpimatrix validate replay` to judge with any setting")
     args = p.parse_args(argv)
+    for name in ("bless", "sessions", "inject_every", "streak"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
     try:
         variation(args.vary)
         if args.inject_test:
-            injection_for("", f"x@{args.inject_test}:clock=0")  # checks the regex
+            check_pattern(args.inject_test)
     except (ValueError, InjectError) as err:  # InjectError: a regex that does not compile
         p.error(str(err))
     if args.record:
@@ -209,7 +222,7 @@ def main(argv=None, prog: str | None = None) -> int:
     disturbed = disturbed_in(results)
     history: list[watch.Night] = [(load(r), []) for r in bless_reports
                                   if r["session_info"]["uuid"] not in disturbed]
-    for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
+    for n_run, (i, injected) in enumerate(nights(args), 1):
         build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
         if stored:
@@ -242,7 +255,7 @@ def main(argv=None, prog: str | None = None) -> int:
 
 
 def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
-    for n_run, (i, injected) in enumerate(schedule(args.sessions, args.inject_every), 1):
+    for n_run, (i, injected) in enumerate(nights(args), 1):
         build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
         run(results, args, inject=spec, confirm=False)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"

@@ -46,7 +46,7 @@ from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from .gate_rates import confirmations, disturbed_in, stored_sessions
+from .gate_rates import disturbed_in, stored_sessions
 from .tally import Tally
 
 
@@ -99,9 +99,13 @@ def replay_store(store: Path) -> list[Night]:
     reports = sorted(stored_sessions(store),
                      key=lambda r: r["session_info"].get("time_start_unix", 0))
     disturbed = disturbed_in(store)
+    confirms: dict[str, list[dict]] = {}  # read once: a store holds hundreds of them
+    for f in sorted((store / "reports").glob("*-confirm.json")):
+        conf = load_report(f)
+        confirms.setdefault(session_info(conf).get("confirms") or "", []).append(conf)
     nights: list[Night] = []
     for report in reports:
-        confs = [load(c) for c in confirmations(store, report)]
+        confs = [load(c) for c in confirms.get(report["session_info"]["uuid"], [])]
         earlier = [(n.session, n.confirmations) for n in reversed(nights)
                    if n.session.uuid not in disturbed]
         nights.append(judge_night(refset.applied(report), confs, refset, earlier))

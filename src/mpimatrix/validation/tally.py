@@ -48,6 +48,25 @@ class Rate:
                 f"{lo:{f}}-{hi:{f}})")
 
 
+def _caught(runs: list[Streak], night: int, within_floor: bool | None) -> Rate:
+    pairs = [r.caught_by(night, within_floor) for r in runs]
+    return Rate(sum(k for k, _ in pairs), sum(n for _, n in pairs))
+
+
+def streak_value(streak: Streak, v: gate.ValueVerdict, level: float) -> None:
+    """Records an injected value in its streak: whether its floor (floors.step, from its
+    blessed spread and tolerance) is at most the step, and the first night it was named."""
+    kind = kind_of(v.unit, v.higher_is_better)
+    stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
+    key = (v.build, v.key)
+    below, first = streak.values.get(key, (None, 0))
+    if below is None:
+        below = floors.step(v.spread or 0.0, abs(v.tolerance or 0.0), kind) <= stepped
+    if not first and v.status == gate.REGRESSION:
+        first = streak.nights
+    streak.values[key] = (below, first)
+
+
 def value_model(v: gate.ValueVerdict, level: float) -> tuple[float, bool]:
     """(the probability floors.caught gives, whether the gate caught it alone: outside
     in the session and the confirmation at its own tolerance) for a value of a build
@@ -79,6 +98,30 @@ def model_check(values: list[tuple[float, bool]], builds: list[tuple[float, bool
 
 
 @dataclass
+class Streak:
+    """One step laid on the same build (or benchmark) night after night, `mpimatrix
+    validate gate --streak N`: the night each injected value and the build were first
+    named. A value alone outside is on watch its first night and a regression the next
+    (results/watch.py), so its catch is counted within so many nights, not the first."""
+
+    victim: tuple[str, float]
+    nights: int = 0
+    #: value -> (its floor is at most the step, the first night it was a REGRESSION; 0 none)
+    values: dict = field(default_factory=dict)
+    build_named: int = 0  # the first night the whole build was named (0: not yet)
+    whole_build: bool = True  # False: one benchmark of it slowed (--inject-test)
+
+    def caught_by(self, night: int, within_floor: bool | None = None) -> tuple[int, int]:
+        """(values named by `night`, values) of a streak that lasted that long; with
+        `within_floor`, only the values whose floor is (not) at most the step."""
+        if self.nights < night:
+            return 0, 0
+        sel = [first for below, first in self.values.values()
+               if within_floor is None or below == within_floor]
+        return sum(0 < first <= night for first in sel), len(sel)
+
+
+@dataclass
 class Tally:
     """The counts of an experiment: nights, values and whole builds, unchanged and per
     injected level. `build_spread`: the blessed spread of each (partition, environ)'s
@@ -100,6 +143,10 @@ class Tally:
     model_builds: dict[float, list[tuple[float, bool]]] = field(
         default_factory=lambda: defaultdict(list))
     log: list[str] = field(default_factory=list)
+    #: the injected steps in the order they ran; consecutive nights with the same
+    #: victim and level are one streak, an unchanged night in between ends it
+    streaks: list[Streak] = field(default_factory=list)
+    _previous: tuple[str, float] | None = None
 
     @property
     def levels(self) -> list[float]:
@@ -117,6 +164,9 @@ class Tally:
         slowed = {c.name for c in night.session.cases if c.injected and c.build == victim}
         part = bool(slowed) and any(c.build == victim and not c.injected and c.measured
                                     for c in night.session.cases)
+        streak = self._streak_of(injected)
+        if streak and part:
+            streak.whole_build = False
         if not injected:  # red: a REGRESSION line, exit code 1 of `mpimatrix run`
             self.nights["n"] += 1
             self.nights["red"] += bool(judged.regressions)
@@ -131,6 +181,8 @@ class Tally:
             self.builds[kind, "flagged"] += b.status == gate.REGRESSION
             if kind == "unchanged" and b.status == gate.REGRESSION:
                 self.log.append(f"false alarm ({what}): {b.line()}")
+            if streak and kind != "unchanged" and b.status == gate.REGRESSION:
+                streak.build_named = streak.build_named or streak.nights
             spread = self.build_spread.get((b.partition, b.environ))
             if kind != "unchanged" and spread is not None:
                 self.model_builds[level].append((
@@ -154,8 +206,48 @@ class Tally:
             if not v.is_share:
                 step = level if kind != "unchanged" else 0.0
                 self.model_values[step].append(value_model(v, step))
+            if streak and kind != "unchanged":
+                streak_value(streak, v, level)
             if kind == "unchanged" and v_alone.status == gate.REGRESSION:
                 self.log.append(f"outside alone ({what}): {v.line()}")
+
+    def _streak_of(self, injected: tuple[str, float] | None) -> Streak | None:
+        """The streak this night belongs to (a new one unless the night before had the
+        same victim and level), None for an unchanged night."""
+        if injected and injected == self._previous:
+            streak = self.streaks[-1]
+        elif injected:
+            streak = Streak(injected)
+            self.streaks.append(streak)
+        else:
+            streak = None
+        self._previous = injected
+        if streak:
+            streak.nights += 1
+        return streak
+
+    def streak_lines(self) -> list[str]:
+        """Per level, the share of injected values named by each night of the streaks
+        (nothing when no step lasted more than one night)."""
+        longest = max((s.nights for s in self.streaks), default=0)
+        if longest < 2:
+            return []
+        out = [f"steps held {longest} nights running (--streak): named by night k, the "
+               "watch rule included (a value alone: on watch, then a regression)"]
+        for lv in self.levels:
+            runs = [s for s in self.streaks if s.victim[1] == lv]
+            for within, what in ((True, "values whose floor is at most the step"),
+                                 (None, "all its values")):
+                parts = [f"by night {k} {_caught(runs, k, within).text()}"
+                         for k in range(1, longest + 1)]
+                out.append(f"  +{lv:.0%}, {what}: {'; '.join(parts)}")
+            if whole := [r for r in runs if r.whole_build]:
+                out.append(f"  +{lv:.0%}, whole build named: " + "; ".join(
+                    f"by night {k} " + Rate(sum(0 < r.build_named <= k for r in whole
+                                                if r.nights >= k),
+                                            sum(r.nights >= k for r in whole)).text()
+                    for k in range(1, longest + 1)))
+        return out
 
     @property
     def gated_rate(self) -> Rate:
@@ -204,6 +296,7 @@ class Tally:
         out.append(f"sessions with a HOST line: {self.hosts} of {self.sessions}")
         out.append(f"sessions where every build ran faster than its references (steps "
                    f"up to that much hidden): {self.fast} of {self.sessions}")
+        out += self.streak_lines()
         model = self.model_line()
         return [*out, model] if model else out
 
