@@ -109,10 +109,16 @@ def require_lmod() -> None:
 KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
 
 
+#: The caches osu_from_kit built, by the builds they hold: built once per test session
+#: (each build of OSU costs a minute or two of CI; the tests only read them).
+_OSU_CACHES: dict[tuple[str, ...], Path] = {}
+
+
 def osu_from_kit(buildset, cache: Path) -> dict:
     """The environment OSU runs need: none when a build has OSU; with the offline kit, a
-    cache where `mpimatrix bench-build` put OSU 7.4 for KIT_OSU_BUILDS. Skips, saying
-    how to get OSU, without either."""
+    cache where `mpimatrix bench-build` put OSU 7.4 for KIT_OSU_BUILDS (`cache`, unless an
+    earlier test of the session built them). Skips, saying how to get OSU, without
+    either."""
     import pytest
 
     from mpimatrix.paths import offline_kit
@@ -125,11 +131,15 @@ def osu_from_kit(buildset, cache: Path) -> dict:
         pytest.skip("no build has OSU Micro-Benchmarks: run `mpimatrix bench-build --suite "
                     "osu --source <kit, OSU tarball or tree>` (Debian/PyPI MPIs have no OSU "
                     "package), or use a Spack environment with osu-micro-benchmarks")
+    built = _OSU_CACHES.get(tuple(names))
+    if built is not None and built.is_dir():
+        return {"MPIMATRIX_CACHE": str(built)}
     env = {"MPIMATRIX_CACHE": str(cache)}
     base = {k: v for k, v in os.environ.items() if not k.startswith("MPIMATRIX_SOURCES")}
     subprocess.run([str(Path(sys.executable).parent / "mpimatrix"), "bench-build", "--suite",
                     "osu", "--source", str(kit), *[a for n in names for a in ("--build", n)]],
                    env={**base, **env}, check=True, capture_output=True, timeout=1200)
+    _OSU_CACHES[tuple(names)] = cache
     return env
 
 

@@ -71,14 +71,14 @@ def test_quick_osu_run_passes_on_every_build_with_osu(osu_builds, quick_run):
     assert all(got == quick for got in per_build.values()), per_build
 
 
-def test_whole_catalogue_on_two_builds(osu_builds, osu_env, tmp_path):
+def test_whole_catalogue_on_one_build(osu_builds, osu_env, tmp_path):
     """Issue acceptance: `reframe -n OsuCheck -r` runs the 41 benchmarks of seed 002
     and the 2 startup ones intranode; all pass and every performance variable has a
-    value. Two builds of different families keep it to a few minutes."""
-    picked = {b.family: b for b in osu_builds}
-    if len(picked) < 2:
-        pytest.skip("OSU is installed for builds of one MPI family only")
-    envs = [b.environ_name for b in list(picked.values())[:2]]
+    value. One build (Open MPI's, if OSU is built for it): 2.8 min here; the other
+    families run the quick catalogue (test_quick_osu_run_passes_on_every_build_with_osu),
+    and a second build here cost CI as much again."""
+    picked = sorted(osu_builds, key=lambda b: b.family != "openmpi")[:1]
+    envs = [b.environ_name for b in picked]
     proc, report = run_reframe(tmp_path, "-n", "OsuCheck%placement=intranode", "-p",
                                f"^({'|'.join(envs)})$", "-r", env=osu_env, timeout=3600)
     assert report is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
