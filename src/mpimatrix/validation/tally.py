@@ -53,11 +53,17 @@ def _caught(runs: list[Streak], night: int, within_floor: bool | None) -> Rate:
     return Rate(sum(k for k, _ in pairs), sum(n for _, n in pairs))
 
 
+def _stepped(v: gate.ValueVerdict, level: float) -> tuple[Kind, float]:
+    """The value's kind and the step the clock injector's `level` makes of it (a rate
+    falls by 1 - 1/(1+level), a time grows by level)."""
+    return (kind_of(v.unit, v.higher_is_better),
+            1 - 1 / (1 + level) if v.higher_is_better else level)
+
+
 def streak_value(streak: Streak, v: gate.ValueVerdict, level: float) -> None:
     """Records an injected value in its streak: whether its floor (floors.step, from its
     blessed spread and tolerance) is at most the step, and the first night it was named."""
-    kind = kind_of(v.unit, v.higher_is_better)
-    stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
+    kind, stepped = _stepped(v, level)
     key = (v.build, v.key)
     below, first = streak.values.get(key, (None, 0))
     if below is None:
@@ -71,9 +77,8 @@ def value_model(v: gate.ValueVerdict, level: float) -> tuple[float, bool]:
     """(the probability floors.caught gives, whether the gate caught it alone: outside
     in the session and the confirmation at its own tolerance) for a value of a build
     whose every timed interval was made `level` longer (a rate falls by 1 - 1/(1+level))."""
-    kind = kind_of(v.unit, v.higher_is_better)
+    kind, stepped = _stepped(v, level)
     tol = abs(v.tolerance or 0.0)
-    stepped = 1 - 1 / (1 + level) if v.higher_is_better else level
     alone = (v.status == gate.REGRESSION and not v.with_build) or v.status == gate.WATCH
     return floors.caught(v.spread or 0.0, tol, kind, stepped), alone
 
