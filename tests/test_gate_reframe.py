@@ -142,7 +142,7 @@ def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, 
 def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
         blessed, builds, tmp_path):
     """One build, IMB PingPong, in a store holding the blessed references with one value's
-    reference set to a third of what it was (a regression of that value alone) and no
+    reference set to a twentieth of what it was (a regression of that value alone) and no
     earlier session: the first night the value is on WATCH (exit 0), the next night,
     outside again, a REGRESSION naming the first session (exit 1)."""
     import yaml
@@ -155,7 +155,10 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
     refs = yaml.safe_load(refs_file.read_text())
     env = victim.replace(".", "_")
     entry = refs["ImbCheck"]["local:default"][env]["MPI1:PingPong@intranode"]
-    entry["latency_8B"] = [entry["latency_8B"][0] / 3, None, 0.5, "us"]
+    # a twentieth, not a third: this machine's 8 B latency moves x4.6 when its state changes
+    # (0.12 <-> 0.56 us), and a CI night measured 0.17, 0.57, 0.48 us against a third of a
+    # 0.63 us reference: the passes straddled the tolerance and nothing was on watch
+    entry["latency_8B"] = [entry["latency_8B"][0] / 20, None, 0.5, "us"]
     refs_file.write_text(yaml.safe_dump(refs))
     args = ("--only", f"^{re.escape(victim)}$", "--", "-n",
             r"ImbCheck.*%benchmark=MPI1:PingPong$")

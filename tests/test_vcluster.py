@@ -590,10 +590,13 @@ def test_cluster_nights_are_blessed_and_judged_on_the_benchmarks_nodes(vcluster,
     assert re.search(rf"performance value\(s\), {gated[1]} gated, \d+ regression\(s\)",
                      proc.stdout), proc.stdout[-3000:]
 
-    spin = subprocess.Popen(cluster.command(lay, "node2", [sys.executable, "-c",
-                                                          "while True: pass"]),
-                            start_new_session=True)
+    spin = subprocess.Popen(cluster.command(lay, "node2", [
+        sys.executable, "-c", "print('spinning', flush=True)\nwhile True: pass"]),
+        start_new_session=True, stdout=subprocess.PIPE, text=True)
     try:
+        # the loop runs before the session starts (a CI run metered only 1.1 CPU-s of a
+        # 5.7 s session: the loop was still starting)
+        assert spin.stdout.readline().strip() == "spinning"
         proc, _, _ = _imb_cluster_session(lay, only, cases, results=results)
     finally:
         os.killpg(spin.pid, 9)
@@ -601,7 +604,9 @@ def test_cluster_nights_are_blessed_and_judged_on_the_benchmarks_nodes(vcluster,
     record = load(proc)
     print(f"busy loop on node2: {record}")
     assert record["where"] == "job nodes" and record["disturbed"], record
-    assert record["foreign_cpu"] > 0.2 * record["seconds"], record
+    # three busy processes (the loop, two ranks) on the VM's two cores: the loop gets about
+    # two thirds of a core; a tenth of the session is far above the 5 % that disturbs
+    assert record["foreign_cpu"] > 0.1 * record["seconds"], record
     assert re.search(r"^DISTURBED: other programs used [\d.]+ CPU-s \([\d.]+% of the CPU "
                      r"time of the benchmarks' nodes\)", proc.stdout, re.M), proc.stdout[-3000:]
 
