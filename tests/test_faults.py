@@ -142,28 +142,46 @@ def test_second_run_on_a_busy_store_waits_or_refuses(build, tmp_path):
         assert all(tc["result"] == "pass" for r in data["runs"] for tc in r["testcases"])
 
 
-def _children_of(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
-                         text=True).stdout.split()
-    return [int(p) for p in out]
+def _descendants(pid: int) -> dict[int, str]:
+    """Every process below `pid`, with its command line: ReFrame starts each job in a
+    session of its own, so a session id does not find them."""
+    table = {}
+    for line in subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True,
+                               text=True).stdout.splitlines():
+        child, parent, args = [*line.split(None, 2), ""][:3]
+        table.setdefault(int(parent), []).append((int(child), args))
+    out, todo = {}, [pid]
+    while todo:
+        for child, args in table.get(todo.pop(), []):
+            out[child] = args
+            todo.append(child)
+    return out
 
 
 def test_sigterm_stops_reframe_and_its_jobs(build, tmp_path):
-    """A long session (the whole IMB catalogue) killed while a benchmark runs."""
+    """A long session (the whole IMB catalogue) killed while a benchmark runs: ReFrame,
+    the job's script, the launcher and the ranks all end."""
     proc = subprocess.Popen([MPIMATRIX, "run", "--only", f"^{re.escape(build.name)}$",
                              "--mode", "full", "--", "-n", "ImbCheck"],
                             env=env_for(tmp_path), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not subprocess.run(
-            ["pgrep", "-s", str(proc.pid), "-f", "IMB-"], capture_output=True).stdout:
-        time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=60)
+    try:
+        # IMB of a build that has none is built first (ImbFromSource)
+        deadline, below = time.monotonic() + 1200, {}
+        while time.monotonic() < deadline and not any(
+                "IMB-" in args for args in below.values()):
+            time.sleep(0.2)
+            below = _descendants(proc.pid)
+        assert any("IMB-" in args for args in below.values()), below
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
     time.sleep(3)
-    left = subprocess.run(["pgrep", "-s", str(proc.pid)], capture_output=True, text=True)
-    assert not left.stdout.strip(), subprocess.run(
-        ["ps", "-o", "pid,args", "-s", str(proc.pid)], capture_output=True, text=True).stdout
+    alive = subprocess.run(["ps", "-o", "pid=,args=", "-p", ",".join(map(str, below))],
+                           capture_output=True, text=True).stdout
+    assert not alive.strip(), alive
 
 
 def test_kill_9_during_bless_leaves_old_or_new_references(tmp_path):

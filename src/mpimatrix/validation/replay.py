@@ -79,14 +79,28 @@ def confirmation_of(report: dict, judged_passes: int, stored: dict | None,
     return [references.applied(later)] if hashes else []
 
 
-def read_store(store: Path) -> tuple[list[dict], dict[str | None, dict]]:
+def sessions_of(store: Path) -> list[dict]:
+    """A results store's sessions, oldest first."""
+    return sorted(stored_sessions(store),
+                  key=lambda r: r["session_info"].get("time_start_unix", 0))
+
+
+def confirmations_of(store: Path) -> dict[str, list[dict]]:
+    """A results store's confirmations by the UUID of the session each confirms, in the
+    order of their file names (which begin with their time), each file read once: a store
+    holds hundreds of them."""
+    confirms: dict[str, list[dict]] = {}
+    for f in sorted((store / "reports").glob("*-confirm.json")):
+        conf = load_report(f)
+        confirms.setdefault(session_info(conf).get("confirms") or "", []).append(conf)
+    return confirms
+
+
+def read_store(store: Path) -> tuple[list[dict], dict[str, dict]]:
     """A results store's sessions, oldest first, and its confirmations by the UUID of the
-    session each confirms."""
-    reports = sorted(stored_sessions(store),
-                     key=lambda r: r["session_info"].get("time_start_unix", 0))
-    confirms = {session_info(c).get("confirms"): c for c in (
-        load_report(f) for f in (store / "reports").glob("*-confirm.json"))}
-    return reports, confirms
+    session each confirms (the latest, where a session has several)."""
+    return sessions_of(store), {uuid: confs[-1] for uuid, confs in
+                                confirmations_of(store).items()}
 
 
 def replay_store(store: Path) -> list[Night]:
@@ -96,15 +110,10 @@ def replay_store(store: Path) -> list[Night]:
     there, the nights other programs disturbed are left out of the watch rule's earlier
     nights (run/nights.py previous_nights)."""
     refset = ReferenceSet.of_store(store)
-    reports = sorted(stored_sessions(store),
-                     key=lambda r: r["session_info"].get("time_start_unix", 0))
     disturbed = disturbed_in(store)
-    confirms: dict[str, list[dict]] = {}  # read once: a store holds hundreds of them
-    for f in sorted((store / "reports").glob("*-confirm.json")):
-        conf = load_report(f)
-        confirms.setdefault(session_info(conf).get("confirms") or "", []).append(conf)
+    confirms = confirmations_of(store)
     nights: list[Night] = []
-    for report in reports:
+    for report in sessions_of(store):
         confs = [load(c) for c in confirms.get(report["session_info"]["uuid"], [])]
         earlier = [(n.session, n.confirmations) for n in reversed(nights)
                    if n.session.uuid not in disturbed]
