@@ -283,6 +283,10 @@ def test_injection_spec_per_test_case():
     assert injection_for("mpich-4.0.2-debian", text, allreduce.replace("Allreduce",
                                                                        "PingPong")) == "clock=0.5"
     assert injection_for("mpich-5.0.2-pypi", text, allreduce) == ""
+    # the confirmation (`reframe --repeat`) names it `... %.repeat_no=N`: slowed as well
+    anchored = "mpich-4\\.0@MPI1:Allreduce$:clock=0.1"
+    for name in (allreduce, f"{allreduce} %.repeat_no=2"):
+        assert injection_for("mpich-4.0.2-debian", anchored, name) == "clock=0.1", name
     only = "^impi@PingPong:clock=0.2"
     assert injection_for("impi-2021.18.1-pypi", only, allreduce) == ""
     assert injection_for("impi-2021.18.1-pypi", only, "ImbCheck %benchmark=P2P:PingPong") == \

@@ -12,6 +12,8 @@ import os
 import re
 
 INJECT_ENV = "MPIMATRIX_INJECT"
+#: What `reframe --repeat N` (the confirmation) appends to each test case's name
+_REPEAT = re.compile(r" %\.repeat_no=\d+$")
 _KEYS = "(clock|msg_us|byte_ns|coll_us|finalize_hang_s)"
 _SPEC = re.compile(rf"{_KEYS}=-?[0-9.]+(,{_KEYS}=-?[0-9.]+)*")
 
@@ -21,8 +23,11 @@ class InjectError(ValueError):
 
 
 def injection_for(build_name: str, text: str | None = None, test: str = "") -> str:
-    """The injector spec for a build's test case named `test` ('' for none). Every item
-    is checked first: a malformed one raises InjectError with its text."""
+    """The injector spec for a build's test case named `test` ('' for none), the same in
+    the confirmation, whose names end in ` %.repeat_no=N` (a test regex ending in `$`
+    matched no confirmation: a step seen in the session was gone in its confirmation).
+    Every item is checked first: a malformed one raises InjectError with its text."""
+    test = _REPEAT.sub("", test)
     for builds, tests, spec in _items(text):
         if builds.search(build_name) and (tests is None or tests.search(test)):
             return spec
