@@ -272,8 +272,9 @@ class Tally:
             alone = ""
             if values:
                 k = Rate(sum(c for _, c in values), len(values))
-                alone = (f"; alone (not with the build) {k.text()}, predicted "
-                         f"{statistics.fmean(p for p, _ in values):.0%}")
+                # the floor model's event: outside alone, a regression or on watch
+                alone = (f"; alone (not with the build), a regression or on watch "
+                         f"{k.text()}, predicted {statistics.fmean(p for p, _ in values):.0%}")
             out.append(f"  +{lv:.0%}: build named {self.rate(self.builds, lv).text()}{pb}; "
                        f"its values flagged {self.rate(self.values, lv).text()}{alone}")
         return out
