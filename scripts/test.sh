@@ -28,7 +28,7 @@ fi
 # then the others one at a time: they measure performance, and two benchmarks side by side
 # measure each other (a session with other programs on its cores is DISTURBED).
 for arg in "$@"; do
-    case "$arg" in -m|-m*|--markexpr*) exec .venv/bin/pytest "$@" ;; esac
+    case "$arg" in -m*|--markexpr*) exec .venv/bin/pytest "$@" ;; esac
 done
 pure="not mpi and not reframe and not cluster and not spack"
 base=$(mktemp -d /tmp/pt-XXXX)

@@ -605,8 +605,8 @@ def test_cluster_nights_are_blessed_and_judged_on_the_benchmarks_nodes(vcluster,
     print(f"busy loop on node2: {record}")
     assert record["where"] == "job nodes" and record["disturbed"], record
     # three busy processes (the loop, two ranks) on the VM's two cores: the loop gets about
-    # two thirds of a core; a tenth of the session is far above the 5 % that disturbs
-    assert record["foreign_cpu"] > 0.1 * record["seconds"], record
+    # two thirds of a core (32 and 38 % of the session in two runs here once it ran from the start)
+    assert record["foreign_cpu"] > 0.2 * record["seconds"], record
     assert re.search(r"^DISTURBED: other programs used [\d.]+ CPU-s \([\d.]+% of the CPU "
                      r"time of the benchmarks' nodes\)", proc.stdout, re.M), proc.stdout[-3000:]
 
