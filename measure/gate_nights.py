@@ -35,7 +35,7 @@ from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.statistics import spread
-from mpimatrix.validation.replay import injected_of, read_store
+from mpimatrix.validation.replay import confirmations_of, injected_of, sessions_of
 
 
 def main(argv=None) -> int:
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
-    reports, confirms = read_store(args.store)
+    reports, confirms = sessions_of(args.store), confirmations_of(args.store)
     if not reports:
         sys.exit(f"{args.store}: no stored sessions (reports/*.json)")
     unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:args.bless]
@@ -59,7 +59,7 @@ def main(argv=None) -> int:
         if n - 1 in unchanged:
             continue
         session = refset.applied(report)
-        conf = [load(confirms[session.uuid])] if session.uuid in confirms else []
+        conf = [load(c) for c in confirms.get(session.uuid, [])]  # every round
         night = judge_night(session, conf, refset, reversed(history))
         history.append((session, conf))
         injected = injected_of(report)

@@ -109,3 +109,30 @@ def test_the_replay_compares_the_model_with_what_was_caught():
                     "whole builds predicted 97.0%, caught 2/2")
     assert model_check([(0.001, False)] * 3 + [(0.001, True)], [], bands=False) == (
         "predicted 0.1%, flagged 1/4")
+
+
+def test_a_pooled_build_with_one_round_is_caught_as_the_normal_model_integrates():
+    """One round, pooled: named when the session's draw and the mean of the two are
+    beyond the threshold; the simulation agrees with the integral of the normal model."""
+    from statistics import NormalDist
+
+    norm = NormalDist()
+    spread, tol, step = 0.03, 0.06, 0.08
+    a = (math.log1p(tol) - math.log1p(step)) / spread  # the threshold in spreads
+    # P(x0 > a and x0 + x1 > 2a), x0, x1 standard normal: over x0 on a fine grid
+    dx = 0.001
+    exact = sum(norm.pdf(x) * (1 - norm.cdf(2 * a - x)) * dx
+                for x in (a + dx * (i + 0.5) for i in range(10000)))
+    simulated, rounds = floors.caught_pooled(spread, tol, step, rounds=1, trials=40000)
+    assert simulated == pytest.approx(exact, abs=0.01) and rounds == 1.0
+
+
+def test_more_rounds_where_the_verdict_is_close_cut_false_alarms_at_a_cost():
+    """At a 4 % spread and a 6 % tolerance: an unchanged build named less often with
+    three rounds than with one, each round measured only when close (fewer than three on
+    average), and the same figures on every call (a fixed seed)."""
+    one = floors.caught_pooled(0.04, 0.06, 0.0, rounds=1)
+    three = floors.caught_pooled(0.04, 0.06, 0.0, rounds=3)
+    assert three[0] < one[0] / 2 and 1.0 < three[1] < 3.0
+    assert floors.caught_pooled(0.04, 0.06, 0.0, rounds=3) == three
+    assert floors.caught_pooled(0.04, 0.06, 0.3, rounds=3)[0] > 0.999

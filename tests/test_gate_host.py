@@ -9,15 +9,17 @@ run: every timed interval longer by that factor); its passes 4-6 are its confirm
 from __future__ import annotations
 
 import copy
+import math
 import statistics
 from dataclasses import replace
 
 import pytest
 from helpers import judged, six_pass_session, slow_class
 
-from mpimatrix.results import gate, references, summary
+from mpimatrix.results import gate, night, references, summary
+from mpimatrix.results.measurements import as_session
 from mpimatrix.results.policy import DEFAULT_POLICY
-from mpimatrix.results.reference_set import BUILDS_KEY
+from mpimatrix.results.reference_set import BUILDS_KEY, ReferenceSet
 
 DEFAULT_FLOOR = DEFAULT_POLICY.value_floor
 
@@ -438,3 +440,91 @@ def test_against_the_others_median_a_regressed_builds_values_are_judged_against_
                    replace(AGAINST_OTHERS, build_against_others=False)).hosts[0]
     assert least.judged.levels == {}
     assert least.with_build_divisor(8, False, env) == least.with_build_divisor(8, False)
+
+
+def test_rounds_of_measuring_again_are_pooled_one_draw_each(blessed_others):
+    """The session +10 %, then two rounds of measuring again: pooled, each round's own
+    factor is one draw beside the session's (their geometric mean), whatever the rounds
+    measured together; two rounds at -4 % bring the build back inside, two at +10 %
+    keep it named; one round pools as before (session and confirmation)."""
+    session = against(recorded(6), blessed_others, {VICTIM: 1.10})
+    low = [confirmation(blessed_others, {VICTIM: 0.96}) for _ in range(2)]
+    cleared = whole_builds(session, blessed_others, AGAINST_OTHERS, low)[VICTIM]
+    assert len(cleared.confirm_rounds) == 2 and cleared.status == gate.NOISE
+    assert cleared.pooled == pytest.approx(statistics.geometric_mean(
+        [cleared.factor, *cleared.confirm_rounds]))
+    assert "measured again in 2 rounds" in cleared.reason(), cleared.reason()
+    high = [confirmation(blessed_others, {VICTIM: 1.10}) for _ in range(2)]
+    named = whole_builds(session, blessed_others, AGAINST_OTHERS, high)[VICTIM]
+    assert named.status == gate.REGRESSION, named.reason()
+    one = whole_builds(session, blessed_others, AGAINST_OTHERS, low[:1])[VICTIM]
+    assert one.pooled == pytest.approx(math.sqrt(one.factor * one.confirm_factor))
+    assert "measured again in" not in one.reason()
+    unpooled = whole_builds(session, blessed_others,
+                            replace(AGAINST_OTHERS, build_confirm_pooled=False), low)[VICTIM]
+    assert unpooled.confirm_rounds == () and unpooled.pooled is None
+
+
+def night_after_rounds(session: dict, confirmations: list[dict], blessed, **policy):
+    """night.to_confirm_again on reports, with the policy's fields changed."""
+    refset = ReferenceSet(blessed.refs, blessed.stats, replace(AGAINST_OTHERS, **policy))
+    first = as_session(session)
+    return first, night.to_confirm_again(first, [as_session(c) for c in confirmations],
+                                         refset)
+
+
+def test_a_build_close_to_its_threshold_is_measured_again_until_the_rounds_are_spent(
+        blessed_others):
+    """+10 % in the session, +4 % measured again: the pooled factor sits near the 6 %
+    tolerance. Within close_spreads of its shrinking spread, every test case of the
+    build is measured again (those the first round measured, no more); not when the
+    band is narrow, nor once confirm_rounds rounds were measured."""
+    session = against(recorded(6), blessed_others, {VICTIM: 1.10})
+    rounds = [confirmation(blessed_others, {VICTIM: 1.04})]
+    first, again = night_after_rounds(session, rounds, blessed_others, confirm_rounds=3,
+                                      close_spreads=50.0)
+    victim = {c.name for c in first.cases if c.build == VICTIM}
+    assert {c.name for c in again} == victim
+    refset = ReferenceSet(blessed_others.refs, blessed_others.stats, AGAINST_OTHERS)
+    assert {c.name for c in again} <= {c.name for c in night.to_confirm(first, refset)}
+    assert not night_after_rounds(session, rounds, blessed_others, confirm_rounds=3,
+                                  close_spreads=0.001)[1]
+    assert not night_after_rounds(session, rounds, blessed_others, confirm_rounds=1,
+                                  close_spreads=50.0)[1]
+    assert not night_after_rounds(session, rounds * 3, blessed_others, confirm_rounds=3,
+                                  close_spreads=50.0)[1]
+
+
+def slow_one_case(session: dict, name: str, factor: float) -> dict:
+    """One test case of VICTIM: its times `factor` times longer (its rates slower)."""
+    out = copy.deepcopy(session)
+    for run in out["runs"]:
+        for tc in run["testcases"]:
+            if tc["name"] == name and tc.get("build_name") == VICTIM:
+                for pv in (tc.get("perfvalues") or {}).values():
+                    if pv[4] != "%":
+                        pv[0] = pv[0] / factor if pv[4] == "MB/s" else pv[0] * factor
+    return out
+
+
+def test_a_value_alone_just_outside_is_measured_again_one_far_outside_is_not(blessed_others):
+    """One test case of PyPI MPICH 60 % slower in the session and measured again: its
+    gated values are regressions. Only a band wide enough to reach them calls them close;
+    a value within its tolerance is never measured again (the best of more passes only
+    comes nearer to its reference)."""
+    base = against(recorded(6), blessed_others)
+    refset = ReferenceSet(blessed_others.refs, blessed_others.stats, AGAINST_OTHERS)
+    j = gate.judge(as_session(base), [], refset)
+    gated = [v for v in j.verdicts if v.build == VICTIM and v.spread > 0
+             and v.status == gate.PASS and v.key is not None]
+    name = gated[0].key.case
+    session = slow_one_case(base, name, 1.6)
+    conf = slow_one_case(confirmation(blessed_others, {}), name, 1.6)
+    _, wide = night_after_rounds(session, [conf], blessed_others, confirm_rounds=2,
+                                     close_spreads=1000.0)
+    assert {(c.build, c.name) for c in wide} == {(VICTIM, name)}  # each pass's case
+    assert not night_after_rounds(session, [conf], blessed_others, confirm_rounds=2,
+                                  close_spreads=0.5)[1]
+    inside = slow_one_case(confirmation(blessed_others, {}), name, 1.0)
+    assert not night_after_rounds(session, [inside], blessed_others, confirm_rounds=2,
+                                  close_spreads=1000.0)[1]

@@ -191,6 +191,41 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_next(
     assert [[*n.judgement.regressions, *n.judgement.watched] for n in replayed] == live
 
 
+def test_a_verdict_close_to_its_threshold_is_measured_again_round_after_round(
+        blessed, builds, tmp_path):
+    """The blessed references with a policy of three rounds of measuring again and a band
+    wide enough that every regression stays close: one build's PingPong slowed 3x is
+    measured again three times (each round stored as a confirmation of the session),
+    the verdict pools every round's samples, and the rounds stop at three. In a store
+    with no earlier night one gated value of the build is on watch (exit 0), two or more
+    are regressions at once (exit 1)."""
+    import yaml
+
+    results, _ = blessed
+    store = tmp_path / "store"
+    shutil.copytree(results / "references", store / "references")
+    stats_file = store / "references" / "local.stats.yaml"
+    stats = yaml.safe_load(stats_file.read_text())
+    stats["$policy"] = {**stats.get("$policy", {}), "confirm_rounds": 3,
+                        "close_spreads": 1000.0}
+    stats_file.write_text(yaml.safe_dump(stats))
+    victim = builds[0]
+    proc = quiet_run(store, "--only", f"^{re.escape(victim)}$", "--", "-n",
+                     r"ImbCheck.*%benchmark=MPI1:PingPong$",
+                     inject=f"^{re.escape(victim)}$:clock=3.0")
+    named = [ln for ln in proc.stdout.splitlines() if ln.startswith(("WATCH ", "REGRESSION "))]
+    red = any(ln.startswith("REGRESSION ") for ln in named)
+    assert proc.returncode == (1 if red else 0), proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert re.search(r"^mpimatrix: round 1 of measuring again took [\d.]+ min; \d+ test "
+                     r"case\(s\) still close to their threshold", proc.stdout, re.M)
+    assert "(round 3 of at most 3)" in proc.stdout and "round 4" not in proc.stdout
+    uuid = re.search(r"session ([0-9a-f-]{36})$", proc.stdout, re.M)[1]
+    rounds = [json.loads(f.read_text())["session_info"]
+              for f in sorted((store / "reports").glob("*-confirm.json"))]
+    assert [r["confirms"] for r in rounds] == [uuid] * 3
+    assert named and all("(best of 12 sample(s) " in ln for ln in named), named
+
+
 def test_injected_message_delay_is_real_time_and_reaches_only_the_named_test(builds, tmp_path):
     """The delay mode busy-waits in every send: 8 B PingPong takes at least it. Named as
     `<build>@PingPong`, the build's Allreduce in the same session runs as it is."""

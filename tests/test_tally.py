@@ -158,3 +158,18 @@ def test_a_step_held_three_nights_counts_what_is_named_by_each_night():
     # one benchmark slowed: the build as a whole is not counted
     assert "by night 3" in lines[2] and len(lines) == 3, lines
     assert lines[1] in tally.lines()
+
+
+def test_the_machine_time_per_night_is_counted_with_the_rounds_measured_again(tallied):
+    """Each night's ReFrame seconds (the recorded sessions' time_elapsed), the session's
+    and its confirmations', and how many nights measured again in how many rounds."""
+    tally, nights = tallied
+    session = sum(n.session.elapsed for n, _ in nights)
+    again = sum(c.elapsed for n, _ in nights for c in n.confirmations)
+    assert session > 0 and again > 0
+    assert tally.rounds == {0: 3, 1: 2}
+    assert tally.cost_line() == (
+        f"machine time per night: session {session / 60 / 5:.1f} min, measured again "
+        f"{again / 60 / 5:.1f} min (nights by rounds of measuring again: 0 rounds 3, "
+        "1 round 2)")
+    assert tally.cost_line() in tally.lines()

@@ -23,6 +23,7 @@ tolerance t the same model gives each value's false-alarm rate on an unchanged n
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -81,6 +82,35 @@ def caught(spread: float, tolerance: float, kind: Kind, stepped: float) -> float
     else:
         q = 1 - norm.cdf(room / spread)
     return q * q
+
+
+def caught_pooled(spread: float, tolerance: float, stepped: float, rounds: int = 1,
+                  close: float = 1.0, trials: int = 20000, seed: int = 1
+                  ) -> tuple[float, float]:
+    """A whole build judged with its confirmation pooled (build_confirm_pooled) and up to
+    `rounds` rounds of measuring again (confirm_rounds, close_spreads `close`): the
+    probability that a step of `stepped` is named the night it happens, and the mean
+    number of rounds measured when the session was outside. Normal noise of `spread` on
+    the log of each draw, the draws independent (the session and each round); the
+    session must be beyond the tolerance, then the mean of every draw so far; a round is
+    added while that mean lies within `close` spreads over the square root of the draws
+    of the threshold. Drawn `trials` times with a fixed seed: the same figures each
+    call."""
+    rng = random.Random(seed)
+    threshold, mu = math.log1p(tolerance), math.log1p(stepped)
+    named = outside = measured = 0
+    for _ in range(trials):
+        first = rng.gauss(mu, spread)
+        if first <= threshold:
+            continue
+        outside += 1
+        draws = [first, rng.gauss(mu, spread)]
+        while (len(draws) - 1 < rounds and abs(statistics.fmean(draws) - threshold)
+               < close * spread / math.sqrt(len(draws))):
+            draws.append(rng.gauss(mu, spread))
+        measured += len(draws) - 1
+        named += statistics.fmean(draws) > threshold
+    return named / trials, measured / outside if outside else 0.0
 
 
 def value_floors(stats: dict | None) -> list[Floor]:

@@ -23,8 +23,9 @@ database keeps every sample.
 
 from __future__ import annotations
 
-import math
+import statistics
 from dataclasses import dataclass, replace
+from functools import partial
 
 from .gate_builds import BuildVerdict, Host, build_verdicts, hosts, slowdown_table
 from .measurements import Case, Session, ValueKey
@@ -75,15 +76,18 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                    for b in build_verdicts(conf_hosts, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
+    rounds = _round_factors(confirmations or [], measured, values, names, references)
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build)),
-                             policy.build_confirm_pooled) for b in builds]
+                             policy.build_confirm_pooled,
+                             rounds.get((b.partition, b.build), ())) for b in builds]
     regressed = {(b.partition, b.build): b for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
                           first_hosts[v.partition].with_build_divisor(
                               v.size, v.higher_is_better, v.environ),
                           conf_hosts[v.partition].with_build_divisor(
                               v.size, v.higher_is_better, v.environ),
-                          regressed[v.partition, v.build].together)
+                          regressed[v.partition, v.build].together,
+                          regressed[v.partition, v.build].others)
               if (v.partition, v.build) in regressed else v for v in values]
     builds = [replace(b, regressed_values=sum(
         v.status == REGRESSION for v in values if (v.partition, v.build) == (b.partition, b.build)))
@@ -149,17 +153,43 @@ def _decide(v: ValueVerdict) -> Status:
     return REGRESSION if v.outside(v.value) else NOISE
 
 
-def _build_decided(b: BuildVerdict, confirm_factor: float | None,
-                   pooled: bool = False) -> BuildVerdict:
-    again = (confirm_factor if confirm_factor is None or not pooled
-             else math.sqrt(b.factor * confirm_factor))
+def _round_factors(confirmations: list[Session], measured: dict, values: list[ValueVerdict],
+                   names: dict[str, str], references: ReferenceSet
+                   ) -> dict[tuple[str, str], tuple[float, ...]]:
+    """Each build's factor in each confirmation session on its own, in order: the draws
+    a pooled build verdict averages (one per round of measuring again)."""
+    out: dict[tuple[str, str], list[float]] = {}
+    for conf in confirmations:
+        samples = _confirmed([conf], measured)
+        rows = slowdown_table(values, partial(_samples_of, samples), references.policy)
+        for b in build_verdicts(hosts(rows, names, references), names, references):
+            out.setdefault((b.partition, b.build), []).append(b.factor)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _samples_of(samples: dict, v: ValueVerdict) -> tuple:
+    return samples.get(v.key, ())
+
+
+def _build_decided(b: BuildVerdict, confirm_factor: float | None, pooled: bool = False,
+                   rounds: tuple[float, ...] = ()) -> BuildVerdict:
+    """Pooled: the geometric mean of the session's factor and each round's (the session
+    and every confirmation round one draw each); otherwise the confirmation's samples
+    together must be outside too."""
+    if pooled and (rounds or confirm_factor is not None):
+        again: float | None = statistics.geometric_mean(
+            [b.factor, *(rounds or (confirm_factor,))])
+    else:
+        again = confirm_factor
     status = (PASS if not b.first_failed else REGRESSION
               if again is None or again > 1 + b.tolerance else NOISE)
-    return replace(b, confirm_factor=confirm_factor, status=status)
+    return replace(b, confirm_factor=confirm_factor, status=status,
+                   confirm_rounds=rounds if pooled else (), pooled=again if pooled else None)
 
 
 def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
-                confirm_divisor: float | None, median_build: bool = False) -> ValueVerdict:
+                confirm_divisor: float | None, median_build: bool = False,
+                others_median: bool = False) -> ValueVerdict:
     """A value of a build that regressed as a whole: a regression when, divided by what
     the build it was judged against showed in the value's class (Host.with_build_divisor,
     in the session and in the confirmation), the geometric mean of its session best and
@@ -168,6 +198,7 @@ def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
         return v
     trial = replace(v, host=divisor, confirmation=confirmation, with_build=True,
                     with_median_build=median_build,
+                    with_others_median=others_median and not median_build,
                     confirm_host=confirm_divisor if confirmation else None)
     if trial.outside(trial.value, trial.with_build_share):
         return replace(trial, status=REGRESSION)

@@ -114,6 +114,9 @@ class BuildVerdict:
     status: str = ""
     together: bool = False  # judged against the median build (host.BuildFactors)
     others: bool = False  # judged against the other builds' median (build_against_others)
+    #: each confirmation round's factor, where the verdict pooled them (policy.confirm_*)
+    confirm_rounds: tuple[float, ...] = ()
+    pooled: float | None = None  # the geometric mean of the session's and the rounds' factors
 
     @property
     def first_failed(self) -> bool:
@@ -122,6 +125,10 @@ class BuildVerdict:
     def reason(self) -> str:
         conf = (f"; measured again {self.confirm_factor - 1:+.0%}"
                 if self.confirm_factor is not None else "")
+        if len(self.confirm_rounds) > 1 and self.pooled is not None:
+            each = ", ".join(f"{f - 1:+.0%}" for f in self.confirm_rounds)
+            conf = (f"; measured again in {len(self.confirm_rounds)} rounds ({each}), "
+                    f"pooled with the session {self.pooled - 1:+.0%}")
         against = ("the median build" if self.together else "the other builds' median"
                    if self.others else "the least-slowed build")
         return (f"{self.factor - 1:+.0%} against {against} (median over "

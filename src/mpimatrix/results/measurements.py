@@ -248,6 +248,14 @@ class Session:
         return float(self.info.get("time_start_unix") or 0)
 
     @property
+    def elapsed(self) -> float:
+        """Seconds ReFrame ran, from its start to its end (0 where not recorded)."""
+        start, end = self.info.get("time_start_unix"), self.info.get("time_end_unix")
+        if isinstance(start, int | float) and isinstance(end, int | float) and end > start:
+            return float(end - start)
+        return 0.0
+
+    @property
     def date(self) -> str:
         return time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.start))
 

@@ -5,6 +5,7 @@ validation (`mpimatrix validate`) all call `judge_night`; nothing else composes 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -31,6 +32,49 @@ def to_confirm(session: Session, references: ReferenceSet) -> list[Case]:
     against the host, is outside its tolerance, and every test case of a build outside
     its blessed build tolerance."""
     return gate.failed_first(session, references)
+
+
+def to_confirm_again(session: Session, confirmations: list[Session],
+                     references: ReferenceSet) -> list[Case]:
+    """After a round of confirmation: the test cases to measure again (close_calls), none
+    once policy.confirm_rounds rounds were measured."""
+    if len(confirmations) >= references.policy.confirm_rounds:
+        return []
+    return close_calls(session, gate.judge(session, confirmations, references), references)
+
+
+def close_calls(session: Session, judgement: gate.Judgement, references: ReferenceSet
+                ) -> list[Case]:
+    """The test cases to measure again after a round of confirmation, where a verdict
+    is still close to its threshold (policy.close_spreads; among the cases the first
+    round measured, as to_confirm chose them, never more):
+
+    - every test case of a build whose pooled factor (build_confirm_pooled) lies within
+      close_spreads spreads of its threshold, on either side: the blessed spread of its
+      factor over the square root of the draws pooled (the session and each round);
+    - the test cases of a value alone named a regression whose confirmation best lies
+      within close_spreads of its blessed spreads beyond its threshold. Its verdict takes
+      the best of every pass measured again, which more passes can only bring nearer to
+      the reference: a value within its tolerance stays within, so it is not measured."""
+    policy = references.policy
+    builds = {(b.partition, b.build) for b in judgement.builds
+              if b.first_failed and b.pooled is not None and _close(
+                  b.pooled, 1 + b.tolerance,
+                  references.build_spread(b.partition, b.environ)
+                  / math.sqrt(1 + len(b.confirm_rounds)), policy.close_spreads)}
+    values = {v.key for v in judgement.verdicts
+              if v.status == gate.REGRESSION and not v.with_build and v.confirmation
+              and v.reference and v.tolerance is not None and _close(
+                  v.judged[-1], v.reference * (1 + v.tolerance), v.spread,
+                  policy.close_spreads)}
+    return [c for c in session.cases
+            if (c.partition, c.build) in builds
+            or any(c.value_key(pv.var) in values for pv in c.values)]
+
+
+def _close(x: float, threshold: float, spread: float, spreads: float) -> bool:
+    """Within `spreads` relative spreads of the threshold (never, with no spread)."""
+    return spread > 0 and x > 0 and abs(math.log(x / threshold)) < spreads * spread
 
 
 def judge_night(session: Session, confirmations: list[Session], references: ReferenceSet,

@@ -80,6 +80,17 @@ class GatePolicy:
     #: confirmation measures again only what failed, so its own factor is noisier.
     build_confirm_pooled: bool = False
 
+    # -- the confirmation -----------------------------------------------------------------
+    #: Rounds of measuring again, at most (1: one confirmation). After each round the
+    #: test cases of a verdict still close to its threshold (night.close_calls) are
+    #: measured again, every build, until none is close or the rounds are spent.
+    confirm_rounds: int = 1
+    #: Close: a whole build's pooled factor (build_confirm_pooled) within this many of
+    #: its spreads of its threshold, the blessed spread shrinking with the square root of
+    #: the draws pooled (the session and each round); a value alone, a regression whose
+    #: confirmation best lies within this many of its blessed spreads of its threshold.
+    close_spreads: float = 1.0
+
     # -- a value of a build that regressed as a whole ------------------------------------
     #: Its with-build tolerance: this many blessed spreads, at least with_build_floor, at
     #: most its own tolerance, on the geometric mean of its session and confirmation bests.

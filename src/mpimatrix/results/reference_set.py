@@ -60,6 +60,13 @@ class ReferenceSet:
     def build_tolerance(self, partition: str, environ: str) -> float:
         return build_tolerance(self.stats, partition, environ, self.policy)
 
+    def build_spread(self, partition: str, environ: str) -> float:
+        """The robust spread of the build's factor over the blessed sessions (0: none)."""
+        rec = (((self.stats.get(BUILDS_KEY) or {}).get(partition) or {}).get(environ)
+               or {})
+        spread = rec.get("spread") if isinstance(rec, dict) else None
+        return float(spread) if isinstance(spread, int | float) and spread > 0 else 0.0
+
     def blessed(self, case: Case, var: str) -> dict:
         return blessed_record(self.stats, case, var)
 

@@ -48,6 +48,8 @@ class ValueVerdict:
     with_build: bool = False  # a regression at the with-build tolerance
     #: named with a build judged against the median build (most builds were outside)
     with_median_build: bool = False
+    #: named with a build judged against the other builds' median (build_against_others)
+    with_others_median: bool = False
     key: ValueKey | None = None
     ref_key: str = ""  # the test case's reference key, "MPI1:PingPong@intranode"
     status: Status = PASS
@@ -160,6 +162,7 @@ class ValueVerdict:
         if not self.with_build:
             return "against the host (host factor"
         return ("against the median build (factor" if self.with_median_build
+                else "against the other builds' median (factor" if self.with_others_median
                 else "against the least-slowed build (factor")
 
     def outside(self, value: float, share: float = 1.0) -> bool:

@@ -29,7 +29,7 @@ from ..reference_file import load_references
 from ..results import summary
 from ..results.gate import Judgement
 from ..results.measurements import Session, load
-from ..results.night import judge_night, to_confirm
+from ..results.night import judge_night, to_confirm, to_confirm_again
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError, load_report
 from ..results.software_store import software_dir, store_software
@@ -141,21 +141,43 @@ def measured_run(cmd: list[str], report: Path) -> int:
 
 
 def confirm(report: Session, mode: str, repeats: int, references: ReferenceSet,
-            setvars: list[str] | None = None) -> Session | None:
+            setvars: list[str] | None = None) -> list[Session]:
     """Re-run, on every build, the test cases with a value outside its tolerance and
     those of a build outside its build tolerance, with the session's ReFrame variables
-    (`setvars`: --setvar=... options)."""
+    (`setvars`: --setvar=... options); then, round after round up to the policy's
+    confirm_rounds, those whose verdict is still close to its threshold. The rounds
+    measured, in order."""
+    rounds: list[Session] = []
     failing = to_confirm(report, references)
-    if not failing or repeats < 1:
-        return None
-    hashes = sorted({case.hashcode for case in failing})
-    uuid_ = report.uuid
-    print(f"\nmpimatrix: {len(failing)} test case(s) had a value outside its tolerance; "
-          f"measuring them again ({repeats} more samples, every build)", flush=True)
+    if failing and repeats >= 1:
+        print(f"\nmpimatrix: {len(failing)} test case(s) had a value outside its "
+              f"tolerance; measuring them again ({repeats} more samples, every build)",
+              flush=True)
+    while failing and repeats >= 1:
+        started = time.monotonic()
+        conf = _measure_again(report, failing, mode, repeats, setvars)
+        if conf is None:
+            break
+        rounds.append(conf)
+        failing = to_confirm_again(report, rounds, references)
+        if failing:
+            print(f"\nmpimatrix: round {len(rounds)} of measuring again took "
+                  f"{(time.monotonic() - started) / 60:.1f} min; {len(failing)} test "
+                  "case(s) still close to their threshold: measuring them again (round "
+                  f"{len(rounds) + 1} of at most {references.policy.confirm_rounds})",
+                  flush=True)
+    return rounds
+
+
+def _measure_again(report: Session, cases: list, mode: str, repeats: int,
+                   setvars: list[str] | None) -> Session | None:
+    """One round of confirmation: the cases on every build, stored with confirms=<uuid>."""
+    hashes = sorted({case.hashcode for case in cases})
     path = report_path(mode, "-confirm")
     cmd = reframe_cmd("-r", "--exec-policy=serial", f"--setvar=profile={mode_profile(mode)}",
                       *(setvars or []), f"--repeat={repeats}", "--report-file", str(path),
-                      "--session-extras", session_extras({"confirms": uuid_, "mode": mode}),
+                      "--session-extras",
+                      session_extras({"confirms": report.uuid, "mode": mode}),
                       *[a for h in hashes for a in ("-n", f"/{h}")])
     print("+ " + " ".join(cmd), flush=True)
     measured_run(cmd, path)
@@ -235,8 +257,8 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
     report = load(load_report(report_file))
     link_latest(report_file)
     references = ReferenceSet.load(references_dir() / f"{_system(report)}.yaml")
-    conf = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
-    night = judge_night(report, [conf] if conf else [], references,
+    confs = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
+    night = judge_night(report, confs, references,
                         previous_nights(report.uuid), earlier_sessions(report.uuid))
     judged, changed = night.judgement, night.changed
     print()
@@ -245,7 +267,7 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
     if osu:
         print(osu)
     busy = [machine.loads(load_record_path()).get(s.uuid, {})
-            for s in (report, conf) if s]
+            for s in (report, *confs)]
     disturbed = [b for b in busy if b.get("disturbed")]
     for b in disturbed:
         print(f"DISTURBED: {machine.Load.from_record(b).text()}: "

@@ -98,8 +98,9 @@ def confirmations_of(store: Path) -> dict[str, list[dict]]:
 
 def read_store(store: Path) -> tuple[list[dict], dict[str, dict]]:
     """A results store's sessions, oldest first, and its confirmations by the UUID of the
-    session each confirms (the latest, where a session has several)."""
-    return sessions_of(store), {uuid: confs[-1] for uuid, confs in
+    session each confirms: the first round, where a session has several (policy
+    confirm_rounds), as the gate's first choice of what to measure again took it."""
+    return sessions_of(store), {uuid: confs[0] for uuid, confs in
                                 confirmations_of(store).items()}
 
 

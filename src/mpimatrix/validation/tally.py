@@ -142,6 +142,9 @@ class Tally:
     #: sessions where every build ran faster than its references (gate_builds.Host.fast)
     fast: int = 0
     sessions: int = 0
+    #: machine time: the sessions' and their confirmations' seconds; nights by rounds
+    seconds: Counter = field(default_factory=Counter)
+    rounds: Counter = field(default_factory=Counter)
     #: level -> (predicted, caught) per injected value / build; 0.0: values left alone
     model_values: dict[float, list[tuple[float, bool]]] = field(
         default_factory=lambda: defaultdict(list))
@@ -161,6 +164,9 @@ class Tally:
         """Count one judged night; `injected`: (build, level) slowed in it, or None."""
         judged, alone = night.judgement, night.alone
         self.sessions += 1
+        self.seconds["session"] += night.session.elapsed
+        self.seconds["confirmation"] += sum(c.elapsed for c in night.confirmations)
+        self.rounds[len(night.confirmations)] += 1
         self.hosts += any(h.slow for h in judged.hosts)
         self.fast += any(h.fast for h in judged.hosts)
         victim, level = injected or ("", 0.0)
@@ -302,9 +308,20 @@ class Tally:
         out.append(f"sessions with a HOST line: {self.hosts} of {self.sessions}")
         out.append(f"sessions where every build ran faster than its references (steps "
                    f"up to that much hidden): {self.fast} of {self.sessions}")
+        out.append(self.cost_line())
         out += self.streak_lines()
         model = self.model_line()
         return [*out, model] if model else out
+
+    def cost_line(self) -> str:
+        """Machine minutes per night, the session's and its confirmation's, and how many
+        nights measured again in how many rounds (policy.confirm_rounds)."""
+        n = max(1, self.sessions)
+        rounds = ", ".join(f"{r} round{'s' if r != 1 else ''} {k}"
+                           for r, k in sorted(self.rounds.items()))
+        return (f"machine time per night: session {self.seconds['session'] / 60 / n:.1f} "
+                f"min, measured again {self.seconds['confirmation'] / 60 / n:.1f} min "
+                f"(nights by rounds of measuring again: {rounds or 'none'})")
 
     def model_line(self) -> str:
         """The floor model's predictions against what was caught ('' without values)."""
