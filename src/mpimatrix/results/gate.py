@@ -76,7 +76,11 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                    for b in build_verdicts(conf_hosts, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
-    rounds = _round_factors(confirmations or [], measured, values, names, references)
+    # each round's own build factors, for a pooled verdict; with one round they are the
+    # confirmation's, computed above
+    rounds = ({} if not policy.build_confirm_pooled
+              else {k: (f,) for k, f in conf_builds.items()} if len(confirmations or []) < 2
+              else _round_factors(confirmations or [], measured, values, names, references))
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build)),
                              policy.build_confirm_pooled,
                              rounds.get((b.partition, b.build), ())) for b in builds]
