@@ -528,3 +528,41 @@ def test_a_value_alone_just_outside_is_measured_again_one_far_outside_is_not(ble
     inside = slow_one_case(confirmation(blessed_others, {}), name, 1.0)
     assert not night_after_rounds(session, [inside], blessed_others, confirm_rounds=2,
                                   close_spreads=1000.0)[1]
+
+
+def slow_values(session: dict, keys: set, factor: float) -> dict:
+    """The values of `keys` (gate.ValueKey) `factor` times slower (times longer, rates
+    lower)."""
+    for run in session["runs"]:
+        for tc in run["testcases"]:
+            for full, pv in (tc.get("perfvalues") or {}).items():
+                key = (f"{tc['system']}:{tc['partition']}", tc["environ"], tc["name"],
+                       full.rsplit(":", 1)[-1])
+                if key in keys and pv[0] is not None:
+                    pv[0] = pv[0] / factor if pv[4] == "MB/s" else pv[0] * factor
+    return session
+
+
+def test_with_every_value_a_builds_level_counts_the_values_bless_left_ungated():
+    """Blessed at a 10 % value tolerance, 19 of each build's 26 time and rate values are
+    too noisy to gate. With host_every_value a build's level is the median over all 26
+    (as bless measures the builds' spreads), without it over the 6-7 gated ones: PyPI
+    MPICH's ungated values 20 % slower name the build with it and pass without it."""
+    policy = replace(AGAINST_OTHERS, value_floor=0.1, max_tolerance=0.1)
+    blessed = references.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
+                               references.CommentedMap(), {}, policy)
+    every = replace(policy, host_every_value=True)
+    quiet = judged(against(recorded(6), blessed), None, blessed.stats, every)
+    ungated = {tuple(v.key) for v in quiet.verdicts if v.build == VICTIM and v.reference
+               and v.tolerance is None and not v.is_share}
+    assert len(ungated) == 19, len(ungated)
+    assert {b.build: b.values for b in quiet.builds} == {
+        "impi-2021.18.1-pypi": 26, "mpich-4.0.2-debian": 26, VICTIM: 26}
+    session = slow_values(against(recorded(6), blessed), ungated, 1.2)
+    named = whole_builds(session, blessed, every)
+    assert named[VICTIM].status == gate.REGRESSION, named[VICTIM].reason()
+    assert named[VICTIM].factor == pytest.approx(1.2, abs=0.03)
+    assert [b for b, v in named.items() if v.status == gate.REGRESSION] == [VICTIM]
+    gated_only = whole_builds(session, blessed, policy)
+    assert gated_only[VICTIM].values <= 7
+    assert gated_only[VICTIM].status == gate.PASS, gated_only[VICTIM].reason()

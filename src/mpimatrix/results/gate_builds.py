@@ -106,7 +106,7 @@ class BuildVerdict:
     partition: str
     build: str
     environ: str
-    values: int  # gated time and rate values of the build
+    values: int  # time and rate values its level was taken over (gated, or every one)
     factor: float  # median slowdown against the least-slowed build or the others' median
     tolerance: float
     confirm_factor: float | None = None
@@ -142,12 +142,14 @@ class BuildVerdict:
 def slowdown_table(values, samples_of, policy: GatePolicy = DEFAULT_POLICY
                    ) -> dict[str, host.Slowdowns]:
     """{partition: host.Slowdowns} of the values' best samples against their references
-    (gated times and rates); every partition of the values has one."""
+    (gated times and rates; with policy.host_every_value every time and rate value with a
+    reference); every partition of the values has one."""
     slow: dict[str, dict[str, dict[str, list[float]]]] = {}
     for v in values:
         xs = samples_of(v)
         by_class = slow.setdefault(v.partition, {})
-        if v.host_judged and xs and v.reference > 0 and best(xs, v.higher_is_better) > 0:
+        if (v.host_judged or (policy.host_every_value and v.reference and not v.is_share)
+                ) and xs and v.reference > 0 and best(xs, v.higher_is_better) > 0:
             by_class.setdefault(host.value_class(v.size, v.higher_is_better), {}).setdefault(
                 v.environ, []).append(host.slowdown(best(xs, v.higher_is_better),
                                                     v.reference, v.higher_is_better))

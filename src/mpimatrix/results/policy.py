@@ -49,8 +49,14 @@ class GatePolicy:
     #: Builds a session and partition needs for a host factor (fewer: values are judged
     #: as measured); the median of three or more is not moved by one build's regression.
     min_builds: int = 3
-    #: Gated time and rate values a build needs for a factor of its own.
+    #: Time and rate values (gated, or every one: host_every_value) a build needs for a
+    #: factor of its own.
     min_build_values: int = 5
+    #: Take the host factors and each build's level over every time and rate value with a
+    #: reference, gated or not, as bless takes them for the blessed build spreads (off:
+    #: over the gated values only, about half as many: a build's level then moves more
+    #: from night to night than the spread bless measured for it).
+    host_every_value: bool = False
     #: Every build this much slower than its references at once: a HOST line.
     host_tolerance: float = 0.1
     #: A class of values (host.value_class) this much slower on every build at once: a
