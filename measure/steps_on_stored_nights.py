@@ -16,13 +16,16 @@ unchanged sessions, as `mpimatrix validate replay` does; then, per level:
   changes`) over the nights up to k + 2: found at k (one night either side allowed);
 - a single value within three nights (`--values`): each gated time or rate alone, slowed
   from night k; caught when the gate names it on one of nights k..k+2 or the history finds
-  its step by night k + 2.
+  its step by night k + 2; and seen the first night (on watch or a regression on night k);
+- the same with each value slowed by its own detection floor (`--at-floor`), per band of
+  floors: the check of the floor the report and `bless` print.
 
 Semi-synthetic: real nights, steps applied to their stored values. The live injected nights
 (`mpimatrix validate gate`) are the check on it.
 
     .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store
     .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --values --levels 0.1
+    .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --at-floor --levels 0.25
     .venv/bin/python measure/steps_on_stored_nights.py /tmp/gate-store --vary build_floor=0.1
 """
 
@@ -35,12 +38,12 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from mpimatrix.results import gate, history, references
+from mpimatrix.results import floors, gate, history, references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.results.reference_set import ReferenceSet
-from mpimatrix.results.values import case_name
+from mpimatrix.results.values import Kind, case_name
 from mpimatrix.validation.gate_rates import builds_of
 from mpimatrix.validation.replay import injected_of, read_store
 from mpimatrix.validation.tally import Rate
@@ -94,46 +97,72 @@ def build_by_history(reports, builds, level, starts) -> Rate:
     return Rate(hit, n)
 
 
-def values_within_three(refset, reports, confs, blessed_n, level, starts) -> Rate:
-    """Each gated time or rate alone slowed from night k: named by the gate on nights
-    k..k+2, or its step found by the history by night k + 2."""
+def values_within_three(refset, reports, confs, blessed_n, level, starts,
+                        at_floor: bool = False) -> dict[str, tuple[Rate, Rate]]:
+    """Each gated time or rate alone slowed from night k (by `level`, or with `at_floor`
+    by its own detection floor, results/floors.py): {band: (seen the first night, on watch
+    or a regression; named by the gate on nights k..k+2 or its step found by the history
+    by night k + 2)}. The band is "" for one level, else the value's floor band."""
     policy = refset.policy
     lone = policy.lone_pvalue_share * policy.max_pvalue
-    gated = [(v.build, v.key) for v in gate.judge(
-        refset.applied(reports[blessed_n]), [], refset).verdicts
-        if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share
-        and v.key is not None]
+    gated = [v for v in gate.judge(refset.applied(reports[blessed_n]), [], refset).verdicts
+             if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share
+             and v.key is not None]
     applied = [refset.applied(r) for r in reports]
     confirmed = [[load(c)] if c else [] for c in confs]
-    hit = n = 0
+    counts: dict[str, Counter] = {}
     for k in starts:
         base = history.against_host(history.series_of([load(r) for r in reports[:k + 3]]),
                                     policy)
-        for build, key in gated:
-            n += 1
+        for v in gated:
+            build, key = v.build, v.key
+            step = level
+            if at_floor:
+                kind = Kind.RATE if v.higher_is_better else Kind.TIME
+                floor = floors.step(v.spread or 0.0, abs(v.tolerance or 0.0), kind)
+                if not floor < 1:  # no step of a time or rate that size is seen
+                    continue
+                # a rate's floor is its drop d: slowed 1 / (1 - d) times
+                step = floor / (1 - floor) if kind == Kind.RATE else floor
+            tally = counts.setdefault(_band(floor) if at_floor else "", Counter())
+            tally["n"] += 1
             caught = False
             earlier = list(zip(applied[:k], confirmed[:k], strict=True))
             for j in range(k, min(k + 3, len(reports))):
-                s = refset.applied(slowed(reports[j], build, level, key))
-                c = slowed(confs[j], build, level, key)
+                s = refset.applied(slowed(reports[j], build, step, key))
+                c = slowed(confs[j], build, step, key)
                 night = judge_night(s, [load(c)] if c else [], refset, reversed(earlier))
                 earlier.append((s, [load(c)] if c else []))
-                if any(v.key == key and v.status == gate.REGRESSION
-                       for v in night.judgement.verdicts):
+                status = next((x.status for x in night.judgement.verdicts if x.key == key),
+                              None)
+                if j == k:
+                    tally["first"] += status in (gate.REGRESSION, gate.WATCH)
+                if status == gate.REGRESSION:
                     caught = True
                     break
             if not caught:
                 series = next((s for s in base if tuple(s.key) == tuple(key)), None)
                 if series is not None:
-                    f = 1 + level
+                    f = 1 + step
                     stepped = replace(series, points=[
                         p if i < k else replace(p, value=p.value / f if series.higher_is_better
                                                 else p.value * f)
                         for i, p in enumerate(series.points)])
                     caught = any(abs(c.index - k) <= 1 for c in history.change_points(
                         stepped, lone, policy))
-            hit += caught
-    return Rate(hit, n)
+            tally["three"] += caught
+    return {band: (Rate(c["first"], c["n"]), Rate(c["three"], c["n"]))
+            for band, c in sorted(counts.items())}
+
+
+#: Floor bands of --at-floor, upper bounds.
+BANDS = (0.1, 0.2, 0.3, 0.4, 0.5, 1.0)
+
+
+def _band(step: float) -> str:
+    upper = next(b for b in BANDS if step <= b)
+    lower = max([b for b in BANDS if b < upper], default=0.0)
+    return f"floor {lower:.0%}-{upper:.0%}"
 
 
 def main(argv=None) -> int:
@@ -142,6 +171,8 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--levels", default="0.05,0.10,0.15,0.25")
     p.add_argument("--values", action="store_true", help="single values too (slow)")
+    p.add_argument("--at-floor", action="store_true",
+                   help="single values, each slowed by its own detection floor (slow)")
     p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
     policy = replace(DEFAULT_POLICY, **variation(args.vary))
@@ -167,9 +198,17 @@ def main(argv=None) -> int:
         print(f"  whole build, history by the third night "
               f"{build_by_history(reports, builds, level, starts).text()}", flush=True)
         if args.values:
-            rate = values_within_three(refset, reports, confs, args.bless, level, starts)
-            print(f"  single values alone, within three nights (gate or history) "
-                  f"{rate.text()}", flush=True)
+            for first, three in values_within_three(refset, reports, confs, args.bless,
+                                                    level, starts).values():
+                print(f"  single values alone: seen the first night {first.text()}; named "
+                      f"within three nights (gate or history) {three.text()}", flush=True)
+    if args.at_floor:
+        print("single values alone, each slowed by its own detection floor (the step the "
+              "model says is seen the first night 95 % of the time):")
+        for band, (first, three) in values_within_three(refset, reports, confs, args.bless,
+                                                        0.0, starts, True).items():
+            print(f"  {band}: seen the first night {first.text()}; named within three "
+                  f"nights (gate or history) {three.text()}", flush=True)
     return 0
 
 
