@@ -566,3 +566,21 @@ def test_with_every_value_a_builds_level_counts_the_values_bless_left_ungated():
     gated_only = whole_builds(session, blessed, policy)
     assert gated_only[VICTIM].values <= 7
     assert gated_only[VICTIM].status == gate.PASS, gated_only[VICTIM].reason()
+
+
+def test_pooled_build_spread_is_the_median_of_the_builds_own(blessed_others):
+    """build_spread_pooled: every build's blessed spread, and the tolerance from it, is the
+    median over the partition's builds of their own spreads (five sessions make a noisy
+    spread each); the factors stay each build's own."""
+    pooled = references.bless([recorded(i) for i in range(1, 6)], DEFAULT_FLOOR, "local",
+                              references.CommentedMap(), {},
+                              replace(AGAINST_OTHERS, build_spread_pooled=True))
+    own = blessed_others.stats[BUILDS_KEY]["local:default"]
+    each = pooled.stats[BUILDS_KEY]["local:default"]
+    assert each.keys() == own.keys() and len(own) == 3
+    assert len({r["spread"] for r in own.values()}) == 3  # each build's own differs
+    median = statistics.median(r["spread"] for r in own.values())
+    for env, rec in each.items():
+        assert rec["factors"] == own[env]["factors"]
+        assert rec["spread"] == pytest.approx(median, abs=1e-4)
+        assert rec["tolerance"] == pytest.approx(max(0.06, 2 * rec["spread"]), abs=1e-4)

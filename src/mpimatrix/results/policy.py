@@ -81,6 +81,9 @@ class GatePolicy:
     #: A whole build's tolerance is this many robust spreads of its factor over the
     #: blessed sessions, at least build_floor.
     build_sigmas: float = 4.0
+    #: Each build's spread for its tolerance: the median over the partition's builds of
+    #: their blessed spreads (off: its own, from a handful of sessions, itself noisy).
+    build_spread_pooled: bool = False
     #: A build outside in the session is a regression when the geometric mean of its
     #: session and confirmation factors is outside (off: each alone must be). The
     #: confirmation measures again only what failed, so its own factor is noisier.

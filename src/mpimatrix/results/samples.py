@@ -11,6 +11,7 @@ whole builds (gate_builds.py).
 from __future__ import annotations
 
 import math
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -143,10 +144,15 @@ def build_stats(builds: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
     tolerance of the gate's verdict on the whole build (gate_builds.py)."""
     out: dict = {}
     for part, envs in builds.items():
+        spreads = {env: spread(list(by_session.values())).cv
+                   for env, by_session in envs.items()}
+        # a spread from a handful of sessions is itself noisy; the builds' levels against
+        # each other move alike (docs/validation.md): their median is steadier
+        pooled = statistics.median(spreads.values()) if spreads else 0.0
         for env, by_session in envs.items():
-            factors = list(by_session.values())
-            sp = spread(factors)
+            cv = pooled if policy.build_spread_pooled else spreads[env]
             out.setdefault(part, {})[env] = {
-                "factors": [round(x, 4) for x in factors], "spread": round(sp.cv, 4),
-                "tolerance": round(max(policy.build_floor, policy.build_sigmas * sp.cv), 4)}
+                "factors": [round(x, 4) for x in by_session.values()],
+                "spread": round(cv, 4),
+                "tolerance": round(max(policy.build_floor, policy.build_sigmas * cv), 4)}
     return out
