@@ -29,7 +29,6 @@ from mpimatrix.results import references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import to_confirm
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
-from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.validation.replay import injected_of, read_store
 
 
@@ -65,9 +64,7 @@ def main(argv=None) -> int:
     base = None
     for vary in ["", *args.vary]:
         policy = dataclasses.replace(DEFAULT_POLICY, **variation(vary))
-        blessed = references.bless([reports[i] for i in unchanged], policy.value_floor,
-                                   None, references.CommentedMap(), {}, policy)
-        refset = ReferenceSet(blessed.refs, blessed.stats, policy)
+        refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
         minutes, measured = [], 0
         for s, report in zip(nights, raw, strict=True):
             tests = {c.name for c in to_confirm(refset.applied(report), refset)}

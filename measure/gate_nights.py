@@ -33,7 +33,6 @@ from mpimatrix.results import references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
-from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.statistics import spread
 from mpimatrix.validation.replay import confirmations_of, injected_of, sessions_of
 
@@ -49,9 +48,7 @@ def main(argv=None) -> int:
         sys.exit(f"{args.store}: no stored sessions (reports/*.json)")
     unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:args.bless]
     policy = dataclasses.replace(DEFAULT_POLICY, **variation(args.vary))
-    blessed = references.bless([reports[i] for i in unchanged], policy.value_floor, None,
-                               references.CommentedMap(), {}, policy)
-    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
+    refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
     history: list = [(refset.applied(reports[i]), []) for i in unchanged]
     relative: dict[str, list[float]] = defaultdict(list)
     stepped: list[tuple[float, str, float]] = []

@@ -42,8 +42,7 @@ from mpimatrix.results import floors, gate, history, references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
-from mpimatrix.results.reference_set import ReferenceSet
-from mpimatrix.results.values import Kind, case_name
+from mpimatrix.results.values import Kind, case_name, kind_of
 from mpimatrix.validation.gate_rates import builds_of
 from mpimatrix.validation.replay import injected_of, read_store
 from mpimatrix.validation.tally import Rate
@@ -118,7 +117,7 @@ def values_within_three(refset, reports, confs, blessed_n, level, starts,
             build, key = v.build, v.key
             step = level
             if at_floor:
-                kind = Kind.RATE if v.higher_is_better else Kind.TIME
+                kind = kind_of(v.unit, v.higher_is_better)  # shares are not in `gated`
                 floor = floors.step(v.spread or 0.0, abs(v.tolerance or 0.0), kind)
                 if not floor < 1:  # no step of a time or rate that size is seen
                     continue
@@ -181,9 +180,7 @@ def main(argv=None) -> int:
     if len(reports) < args.bless + 3:
         sys.exit(f"{args.store}: {len(reports)} unchanged sessions, too few")
     confs = [by_uuid.get(r["session_info"]["uuid"]) for r in reports]
-    blessed = references.bless(reports[:args.bless], policy.value_floor, None,
-                               references.CommentedMap(), {}, policy)
-    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
+    refset = references.bless_in_memory(reports[:args.bless], policy)
     builds = builds_of(reports[0])
     nights = list(zip(reports[args.bless:], confs[args.bless:], strict=True))
     # steps from night k: the history needs 3 nights before them (steps.MIN_SEGMENT)

@@ -20,6 +20,8 @@ from mpimatrix.results import gate, night, references, summary
 from mpimatrix.results.measurements import as_session
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.reference_set import BUILDS_KEY, ReferenceSet
+from mpimatrix.results.values import case_name
+from mpimatrix.validation.year import slow_case
 
 DEFAULT_FLOOR = DEFAULT_POLICY.value_floor
 
@@ -532,14 +534,13 @@ def test_a_value_alone_just_outside_is_measured_again_one_far_outside_is_not(ble
 
 def slow_values(session: dict, keys: set, factor: float) -> dict:
     """The values of `keys` (gate.ValueKey) `factor` times slower (times longer, rates
-    lower)."""
+    lower), as the injector slows them (validation/year.py slow_case)."""
     for run in session["runs"]:
         for tc in run["testcases"]:
-            for full, pv in (tc.get("perfvalues") or {}).items():
-                key = (f"{tc['system']}:{tc['partition']}", tc["environ"], tc["name"],
-                       full.rsplit(":", 1)[-1])
-                if key in keys and pv[0] is not None:
-                    pv[0] = pv[0] / factor if pv[4] == "MB/s" else pv[0] * factor
+            case = (f"{tc['system']}:{tc['partition']}", tc["environ"], case_name(tc["name"]))
+            for *key, var in keys:
+                if tuple(key) == case:
+                    slow_case(tc, factor, var)
     return session
 
 
