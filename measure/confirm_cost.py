@@ -11,9 +11,11 @@ first confirmation's minutes over its distinct tests (the night's median over th
 that confirmed, where a night confirmed nothing). Prints per setting the mean minutes a
 night of session and of measuring again, the nights that measure anything, and the total
 against the default gate's on the same nights: the machine time a setting costs, measured
-on one set of nights, not on two runs at different hours.
+on one set of nights, not on two runs at different hours. The same for unchanged and for
+injected nights apart (a site's usual night is unchanged; an injected night's measuring
+again is what detecting its step costs), and, given several stores, for them together.
 
-    .venv/bin/python measure/confirm_cost.py /tmp/gate-store \
+    .venv/bin/python measure/confirm_cost.py /tmp/gate-store [/tmp/other-store ...] \
         --vary build_against_others=1,build_floor=0.06,build_sigmas=2,build_confirm_pooled=1
 """
 
@@ -23,6 +25,7 @@ import argparse
 import dataclasses
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 from mpimatrix.results import references
@@ -31,22 +34,50 @@ from mpimatrix.results.night import to_confirm
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.validation.replay import injected_of, read_store
 
+Night = tuple[float, float]  # minutes of session, of measuring again
+
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("store", type=Path)
+    p.add_argument("store", type=Path, nargs="+")
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--vary", action="append", default=[],
                    help="GatePolicy fields, FIELD=VALUE[,...]; repeatable (the default gate "
                         "is always the first)")
+    p.add_argument("--confirm-samples", type=int, metavar="K",
+                   help="price the --vary settings' measuring again at K samples of each "
+                        "test (`mpimatrix run --confirm-repeats K`) instead of the stored "
+                        "confirmations' own; the default gate keeps them")
     args = p.parse_args(argv)
-    reports, first_rounds = read_store(args.store)
+    if args.confirm_samples is not None and args.confirm_samples < 1:
+        p.error(f"--confirm-samples must be at least 1, not {args.confirm_samples}")
+    settings = ["", *args.vary]
+    # per setting, by injected: every store's nights, (session, measuring again) minutes
+    pooled: dict[str, dict[bool, list[Night]]] = {v: {False: [], True: []} for v in settings}
+    for store in args.store:
+        for vary, nights in store_costs(store, args.bless, settings,
+                                        args.confirm_samples).items():
+            for injected, minutes in nights.items():
+                pooled[vary][injected] += minutes
+    if len(args.store) > 1:
+        print(f"the {len(args.store)} stores together:")
+        print_costs(pooled)
+    return 0
+
+
+def store_costs(store: Path, bless: int, settings: list[str], samples: int | None = None
+                ) -> dict[str, dict[bool, list[Night]]]:
+    """Per setting, by injected: each night's minutes of session and of measuring
+    again; printed. `samples`: the settings other than the default measure each test
+    again that many times (its minutes scale with them: a confirmation's fixed part, a
+    ReFrame start, is under 0.1 min here)."""
+    reports, first_rounds = read_store(store)
     if not reports:
-        sys.exit(f"{args.store}: no stored sessions (reports/*.json)")
-    unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:args.bless]
+        sys.exit(f"{store}: no stored sessions (reports/*.json)")
+    unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:bless]
     raw = [r for i, r in enumerate(reports) if i not in unchanged]
     nights = [load(r) for r in raw]
-    per_test = {}
+    per_test, repeats = {}, []
     for s in nights:
         if (conf := first_rounds.get(s.uuid)) is None:
             continue
@@ -54,29 +85,53 @@ def main(argv=None) -> int:
         # a test measured again is one name (ReFrame's --repeat makes a case per sample)
         if (tests := len({c.name for c in measured.cases})) and measured.elapsed:
             per_test[s.uuid] = measured.elapsed / 60 / tests
+            repeats.append(max(Counter((c.name, c.environ) for c in measured.cases).values()))
     if not per_test:
-        sys.exit(f"{args.store}: no stored confirmation with its start and end times")
+        sys.exit(f"{store}: no stored confirmation with its start and end times")
     usual = statistics.median(per_test.values())
-    session_min = statistics.fmean(s.elapsed / 60 for s in nights)
-    print(f"{args.store}: {len(nights)} nights after {len(unchanged)} blessed; session "
-          f"{session_min:.2f} min a night; one test measured again on every build "
-          f"{usual:.3f} min (median over {len(per_test)} confirmations)")
-    base = None
-    for vary in ["", *args.vary]:
+    session = statistics.fmean(s.elapsed / 60 for s in nights)
+    print(f"{store}: {len(nights)} nights after {len(unchanged)} blessed; session "
+          f"{session:.2f} min a night; one test measured again on every build {usual:.3f} "
+          f"min (median over {len(per_test)} confirmations) at {max(repeats)} samples of "
+          f"each test" + (f"; other settings priced at {samples}" if samples else ""))
+    out: dict[str, dict[bool, list[Night]]] = {}
+    for vary in settings:
         policy = dataclasses.replace(DEFAULT_POLICY, **variation(vary))
         refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
-        minutes, measured = [], 0
+        out[vary] = {False: [], True: []}
+        scale = samples / max(repeats) if samples and vary else 1.0
         for s, report in zip(nights, raw, strict=True):
             tests = {c.name for c in to_confirm(refset.applied(report), refset)}
-            measured += bool(tests)
-            minutes.append(len(tests) * per_test.get(s.uuid, usual))
-        again = statistics.fmean(minutes)
-        total = session_min + again
-        base = base or total
-        print(f"  {vary or 'the default gate'}: measured again {again:.2f} min a night "
-              f"(on {measured} of {len(nights)} nights); session and measuring again "
-              f"{total:.2f} min, {total / base - 1:+.0%} against the default gate")
-    return 0
+            out[vary][bool(injected_of(report))].append(
+                (s.elapsed / 60, scale * len(tests) * per_test.get(s.uuid, usual)))
+    print_costs(out)
+    return out
+
+
+def print_costs(costs: dict[str, dict[bool, list[Night]]]) -> None:
+    """Per setting: the minutes a night against the default gate's (the first setting),
+    over every night, then unchanged and injected nights apart. A site's nights are
+    mostly unchanged: theirs is the usual night's price, while an injected night's
+    measuring again is what detecting its step costs."""
+    base = costs[""]
+    for vary, minutes in costs.items():
+        every = minutes[False] + minutes[True]
+        print(f"  {vary or 'the default gate'}: measured again "
+              f"{statistics.fmean(a for _, a in every):.2f} min a night (on "
+              f"{sum(a > 0 for _, a in every)} of {len(every)} nights); session and "
+              f"measuring again {_total(every):.2f} min, "
+              f"{_total(every) / _total(base[False] + base[True]) - 1:+.0%} against the "
+              "default gate")
+        for injected, what in ((False, "unchanged"), (True, "injected")):
+            if minutes[injected]:
+                print(f"    {what} nights ({len(minutes[injected])}): "
+                      f"{_total(minutes[injected]):.2f} min, "
+                      f"{_total(minutes[injected]) / _total(base[injected]) - 1:+.0%}")
+
+
+def _total(nights: list[Night]) -> float:
+    """Mean minutes a night, session and measuring again."""
+    return statistics.fmean(s + a for s, a in nights)
 
 
 if __name__ == "__main__":

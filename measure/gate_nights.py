@@ -16,6 +16,10 @@ nights hides a step of x from any first-night test, whatever its tolerance: the 
 say how many injected nights, per level, stood above every unchanged night of their build
 (the best a relative gate with no false alarm on these nights could have caught).
 
+Last, each gated value's spread over the unchanged nights against its blessed spread, and
+the detection floor from each: the floor `bless` prints assumes the nights spread as the
+blessed sessions did.
+
     .venv/bin/python measure/gate_nights.py /tmp/gate-store
     .venv/bin/python measure/gate_nights.py /tmp/gate-store --vary build_below_references=1
 """
@@ -29,11 +33,12 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from mpimatrix.results import references
+from mpimatrix.results import floors, references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
 from mpimatrix.results.statistics import spread
+from mpimatrix.results.values import Kind
 from mpimatrix.validation.replay import confirmations_of, injected_of, sessions_of
 
 
@@ -52,6 +57,8 @@ def main(argv=None) -> int:
     history: list = [(refset.applied(reports[i]), []) for i in unchanged]
     relative: dict[str, list[float]] = defaultdict(list)
     stepped: list[tuple[float, str, float]] = []
+    # each gated value's session bests against the host on the unchanged nights
+    night_bests: dict[tuple, list[float]] = defaultdict(list)
     for n, report in enumerate(reports, 1):
         if n - 1 in unchanged:
             continue
@@ -60,6 +67,10 @@ def main(argv=None) -> int:
         night = judge_night(session, conf, refset, reversed(history))
         history.append((session, conf))
         injected = injected_of(report)
+        if injected is None:
+            for v in night.judgement.verdicts:
+                if v.host_judged and v.samples:
+                    night_bests[v.partition, v.environ, v.ref_key, v.var].append(v.first)
         for h in night.judgement.hosts:
             own = h.slowdowns.builds.medians
             names = {b.environ: b.build for b in night.judgement.builds}
@@ -92,7 +103,33 @@ def main(argv=None) -> int:
         print(f"  +{level:.0%} {build}: {r:.3f}{'  above' if above else ''}")
     for level, seen in sorted(by_level.items()):
         print(f"  +{level:.0%}: {sum(seen)} of {len(seen)} above their build's unchanged range")
+    print_night_spreads(night_bests, refset.stats)
     return 0
+
+
+def print_night_spreads(night_bests: dict, stats: dict) -> None:
+    """Each gated value's robust spread over the unchanged nights (its session best
+    against the host) over its blessed spread, and the detection floor each gives: the
+    floor bless prints assumes the nights spread as the blessed sessions did."""
+    blessed = {(f.partition, f.environ, f.ref_key, f.var): f for f in floors.value_floors(stats)}
+    ratios, at_bless, at_nights = [], [], []
+    for key, xs in night_bests.items():
+        f = blessed.get(key)
+        if f is None or f.kind == Kind.SHARE or f.spread <= 0 or len(xs) < 5:
+            continue
+        c = spread(xs).cv
+        ratios.append(c / f.spread)
+        at_bless.append(f.step)
+        at_nights.append(floors.step(c, f.tolerance, f.kind))
+    if not ratios:
+        return
+    pct = floors.percentile
+    print(f"\ngated values' spread from night to night over their blessed spread "
+          f"({len(ratios)} values): median {pct(ratios, 0.5):.2f}, 10th-90th percentile "
+          f"{pct(ratios, 0.1):.2f}-{pct(ratios, 0.9):.2f}")
+    print(f"  detection floor from the blessed spread: median {pct(at_bless, 0.5):.0%}, 90th "
+          f"percentile {pct(at_bless, 0.9):.0%}; from the nights' spread: median "
+          f"{pct(at_nights, 0.5):.0%}, 90th percentile {pct(at_nights, 0.9):.0%}")
 
 
 if __name__ == "__main__":

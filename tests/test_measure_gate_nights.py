@@ -53,6 +53,17 @@ def test_each_night_build_by_build_and_each_builds_level_against_the_others(stor
     stepped = re.findall(rf"^  \+50% {re.escape(VICTIM)}: (\d\.\d{{3}})  above$", out, re.M)
     assert len(stepped) == 2 and all(float(r) > 1.3 for r in stepped), out
     assert "  +50%: 2 of 2 above their build's unchanged range" in out
+    # each gated value's spread over the 7 unchanged nights against its blessed one, and
+    # the floors from each
+    m = re.search(r"^gated values' spread from night to night over their blessed spread "
+                  r"\((\d+) values\): median (\d+\.\d\d), 10th-90th percentile "
+                  r"(\d+\.\d\d)-(\d+\.\d\d)\n  detection floor from the blessed spread: "
+                  r"median (\d+)%, 90th percentile (\d+)%; from the nights' spread: median "
+                  r"(\d+)%, 90th percentile (\d+)%$", out, re.M)
+    assert m, out
+    n, med, lo, hi = int(m[1]), float(m[2]), float(m[3]), float(m[4])
+    assert n > 10 and lo <= med <= hi
+    assert int(m[5]) <= int(m[6]) and int(m[7]) <= int(m[8])
 
 
 def test_steps_laid_on_the_unchanged_nights_are_counted_per_level(store):
@@ -103,21 +114,44 @@ def confirmed_store(store, tmp_path_factory) -> Path:
 
 def test_the_cost_of_measuring_again_per_setting_on_the_same_nights(confirmed_store):
     """measure/confirm_cost.py: minutes a night of session and measuring again, for the
-    default gate and a setting with tighter whole builds, on the same stored nights; the
-    tighter setting measures again on at least the default's nights."""
+    default gate and a setting with tighter whole builds, on the same stored nights, over
+    every night and for unchanged and injected nights apart; the tighter setting measures
+    again on at least the default's nights. Given the store twice, the two together give
+    the same figures."""
     out = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.06")
     head = re.match(rf"{re.escape(str(confirmed_store))}: 9 nights after 5 blessed; "
                     r"session (\d+\.\d\d) min a night; one test measured again on every "
-                    r"build \d\.\d{3} min \(median over 1 confirmations\)", out)
+                    r"build \d\.\d{3} min \(median over 1 confirmations\) at 3 samples of "
+                    r"each test\n", out)
     assert head, out
     rows = re.findall(r"^  (.+): measured again (\d+\.\d\d) min a night \(on (\d+) of 9 "
                       r"nights\); session and measuring again (\d+\.\d\d) min, ([+-]\d+)% "
-                      r"against the default gate$", out, re.M)
+                      r"against the default gate\n    unchanged nights \(7\): (\d+\.\d\d) "
+                      r"min, ([+-]\d+)%\n    injected nights \(2\): (\d+\.\d\d) min, "
+                      r"([+-]\d+)%$", out, re.M)
     assert [r[0] for r in rows] == ["the default gate", "build_floor=0.06"], out
-    (_, again, nights, total, pct), (_, again6, nights6, total6, pct6) = rows
+    (_, again, nights, total, pct, *split), (_, again6, nights6, total6, pct6, *split6) = rows
     session = float(head.group(1))
     for a, t in ((again, total), (again6, total6)):
         assert float(a) >= 0 and float(t) == pytest.approx(session + float(a), abs=0.011)
     assert pct == "+0" and int(nights) >= 2  # the two nights at +50 % at least
     assert int(nights6) >= int(nights) and float(total6) >= float(total)
     assert int(pct6) == round((float(total6) / float(total) - 1) * 100)
+    # the nights apart: 7 unchanged and 2 injected make the whole
+    assert split[1] == split[3] == "+0", out
+    for (u, _, i, _), t in ((split, total), (split6, total6)):
+        assert (7 * float(u) + 2 * float(i)) / 9 == pytest.approx(float(t), abs=0.011)
+    assert int(split6[1]) == round((float(split6[0]) / float(split[0]) - 1) * 100)
+    twice = measure("confirm_cost.py", str(confirmed_store), str(confirmed_store),
+                    "--vary", "build_floor=0.06")
+    together = twice[twice.index("the 2 stores together:\n"):]
+    assert re.search(rf"^  build_floor=0.06: measured again {again6} min a night \(on "
+                     rf"{2 * int(nights6)} of 18 nights\); session and measuring again "
+                     rf"{total6} min, {re.escape(pct6)}% against the default gate\n    "
+                     rf"unchanged nights \(14\): {split6[0]} min", together, re.M), together
+    # priced at one sample of each test, the setting's measuring again costs a third
+    one = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.06",
+                  "--confirm-samples", "1")
+    assert "; other settings priced at 1\n" in one, one
+    m = re.search(r"^  build_floor=0.06: measured again (\d+\.\d\d) min", one, re.M)
+    assert m and float(m.group(1)) == pytest.approx(float(again6) / 3, abs=0.011), one

@@ -47,3 +47,36 @@ def test_a_disturbed_night_is_no_earlier_night_of_the_watch_rule(tmp_path):
     assert lines and all(ln.startswith(f"REGRESSION {VICTIM} Imb MPI1:PingPong ")
                          for ln in lines), lines
     assert all(ln.endswith(f"outside in session {first[:8]} too)") for ln in lines), lines
+
+
+def test_a_confirmation_cut_to_its_first_samples_as_fewer_repeats_would_measure_it():
+    """A recorded confirmation (`--repeat=3`: each test's samples back to back, as copies
+    under new hashcodes): cut to its first k samples of each test on each build, the
+    build fixtures kept; k = 3 leaves it whole."""
+    from mpimatrix.validation.replay import first_samples
+
+    conf = json.loads((Path(__file__).parent / "fixtures" / "sessions" /
+                       "imb-quick-injected-mpich-4.0.2-clock-1.0-confirm.json").read_text())
+    cases = conf["runs"][0]["testcases"]
+    imb = [tc for tc in cases if tc["name"].startswith("ImbCheck")]
+    builds = {tc["environ"] for tc in imb}
+    assert len(builds) == 3 and len(imb) == 3 * len({tc["name"] for tc in imb}) * 3
+    for k in (1, 2):
+        kept = first_samples(conf, k)["runs"][0]["testcases"]
+        assert [tc for tc in kept if not tc["name"].startswith("ImbCheck")] == [
+            tc for tc in cases if not tc["name"].startswith("ImbCheck")]
+        for env in builds:
+            for name in {tc["name"] for tc in imb}:
+                mine = [tc for tc in imb if (tc["environ"], tc["name"]) == (env, name)]
+                assert [tc for tc in kept if (tc.get("environ"), tc["name"]) == (env, name)
+                        ] == mine[:k]
+    assert first_samples(conf, 3) == conf
+    assert conf["runs"][0]["testcases"] == cases  # the stored report is left as it was
+
+
+def test_replay_judges_confirmations_on_their_first_samples_and_refuses_zero(tmp_path):
+    (tmp_path / "reports").mkdir()
+    proc = subprocess.run([MPIMATRIX, "validate", "replay", str(tmp_path),
+                           "--confirm-samples", "0"], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "--confirm-samples must be at least 1, not 0" in proc.stderr

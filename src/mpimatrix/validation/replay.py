@@ -79,6 +79,22 @@ def confirmation_of(report: dict, judged_passes: int, stored: dict | None,
     return [references.applied(later)] if hashes else []
 
 
+def first_samples(confirmation: dict, k: int) -> dict:
+    """A stored confirmation as `mpimatrix run --confirm-repeats k` would have measured
+    it: ReFrame's --repeat runs each test's samples back to back, as copies under new
+    hashcodes in order, so the first k hashcodes of each test name on each build."""
+    out = copy.deepcopy(confirmation)
+    for run in out["runs"]:
+        first: dict[tuple, list[str]] = {}  # (test name, build): its first k hashcodes
+        for tc in run["testcases"]:
+            hashes = first.setdefault((tc.get("name"), tc.get("environ")), [])
+            if len(hashes) < k and tc.get("hashcode") not in hashes:
+                hashes.append(tc.get("hashcode"))
+        run["testcases"] = [tc for tc in run["testcases"]
+                            if tc.get("hashcode") in first[tc.get("name"), tc.get("environ")]]
+    return out
+
+
 def sessions_of(store: Path) -> list[dict]:
     """A results store's sessions, oldest first."""
     return sorted(stored_sessions(store),
@@ -208,11 +224,16 @@ def main(argv=None, prog: str | None = None) -> int:
                    help="replay once more with these GatePolicy fields changed (against the "
                    "host only; repeatable), e.g. build_floor=0.1")
     p.add_argument("--host-only", action="store_true", help="only the gate against the host")
+    p.add_argument("--confirm-samples", type=int, metavar="K", help="judge each stored "
+                   "confirmation on the first K samples of each test only, as `mpimatrix run "
+                   "--confirm-repeats K` would have measured it")
     args = p.parse_args(argv)
     try:
         variations = [variation(v) for v in args.vary]
     except ValueError as err:
         p.error(str(err))
+    if args.confirm_samples is not None and args.confirm_samples < 1:
+        p.error(f"--confirm-samples must be at least 1, not {args.confirm_samples}")
     if not (args.store / "reports").is_dir():
         print(f"{args.store}: not a results store (no reports/ in it); give the --results "
               "folder of `mpimatrix validate gate`", file=sys.stderr)
@@ -222,12 +243,16 @@ def main(argv=None, prog: str | None = None) -> int:
     chosen = unchanged[1::2][:args.bless] if args.spread else unchanged[:args.bless]
     if len(chosen) < args.bless:
         sys.exit(f"{args.store}: {len(unchanged)} unchanged sessions, too few to bless from")
+    if args.confirm_samples:
+        confirms = {u: first_samples(c, args.confirm_samples) for u, c in confirms.items()}
     judged = [(r, confirms.get(r["session_info"]["uuid"])) for i, r in enumerate(reports)
               if i not in chosen]
     most = max(len(r["runs"]) for r in reports)
     print(f"{args.store}: {len(reports)} sessions of up to {most} passes, {len(confirms)} "
           f"confirmations; bless from sessions {', '.join(str(i + 1) for i in chosen)}, "
-          f"{args.passes} passes judged")
+          f"{args.passes} passes judged"
+          + (f"; confirmations on their first {args.confirm_samples} sample(s) of each test"
+             if args.confirm_samples else ""))
     noise_table([passes(reports[i], 0, args.passes) for i in unchanged])
     for item in args.settings.split(","):
         floor, k, max_tol, *outside = (float(x) for x in item.split(":"))
