@@ -99,3 +99,21 @@ def test_gate_holds_each_step_streak_nights_running_and_refuses_counts_below_one
         proc = validate("gate", option, "0")
         assert proc.returncode == 2
         assert f"{option} must be at least 1, not 0" in proc.stderr, proc.stderr
+
+
+def test_gate_measures_again_in_as_many_samples_as_asked():
+    """`validate gate --confirm-repeats 2`: each session's `mpimatrix run` measures again
+    in 2 samples of each test (the bless sessions measure nothing again); below one is
+    an argparse error, before any session runs."""
+    from argparse import Namespace
+
+    from mpimatrix.validation.gate_rates import run_command
+
+    args = Namespace(mode="compare", only=["mpich|impi"], confirm_repeats=2,
+                     reframe="-n ImbCheck")
+    assert run_command(args)[1:] == ["run", "--mode", "compare", "--only", "mpich|impi",
+                                     "--confirm-repeats", "2", "--", "-n", "ImbCheck"]
+    assert run_command(args, confirm=False)[6:] == ["--no-confirm", "--", "-n", "ImbCheck"]
+    proc = validate("gate", "--confirm-repeats", "0")
+    assert proc.returncode == 2
+    assert "--confirm-repeats must be at least 1, not 0" in proc.stderr, proc.stderr

@@ -63,11 +63,7 @@ def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[di
     env.pop("MPIMATRIX_INJECT", None)
     if inject:
         env["MPIMATRIX_INJECT"] = inject
-    cmd = [MPIMATRIX, "run", "--mode", args.mode]
-    cmd += [a for o in args.only for a in ("--only", o)]
-    cmd += [] if confirm else ["--no-confirm"]
-    if args.reframe:
-        cmd += ["--", *args.reframe.split()]
+    cmd = run_command(args, confirm)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     m = re.search(r"^report: (\S+)$", proc.stdout, re.M)
     if not m:
@@ -75,6 +71,16 @@ def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[di
                  f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
     report = load_report(Path(m.group(1)))
     return report, confirmations(results, report)
+
+
+def run_command(args, confirm: bool = True) -> list[str]:
+    """The `mpimatrix run` command line of one session of the experiment."""
+    cmd = [MPIMATRIX, "run", "--mode", args.mode]
+    cmd += [a for o in args.only for a in ("--only", o)]
+    cmd += ["--confirm-repeats", str(args.confirm_repeats)] if confirm else ["--no-confirm"]
+    if args.reframe:
+        cmd += ["--", *args.reframe.split()]
+    return cmd
 
 
 def confirmations(results: Path, report: dict) -> list:
@@ -168,13 +174,15 @@ def main(argv=None, prog: str | None = None) -> int:
                    "injected build's test cases whose name matches (one benchmark, e.g. "
                    "'MPI1:Allreduce$'): its values are counted as injected, the build's "
                    "others as unchanged, the build as a whole not at all")
+    p.add_argument("--confirm-repeats", type=int, default=3, metavar="N", help="mpimatrix "
+                   "run --confirm-repeats: samples of each test measured again")
     p.add_argument("--vary", default="", metavar="FIELD=VALUE[,...]", help="bless --vary: "
                    "gate settings other than the defaults, judged live (GatePolicy fields)")
     p.add_argument("--record", type=int, metavar="P", help="only record: the same sessions "
                    "(B, then K unchanged and K injected interleaved) with P passes each and "
                    "no confirmation, for `mpimatrix validate replay` to judge with any setting")
     args = p.parse_args(argv)
-    for name in ("bless", "sessions", "inject_every", "streak"):
+    for name in ("bless", "sessions", "inject_every", "streak", "confirm_repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
     try:
