@@ -32,6 +32,7 @@ from mpimatrix.results import references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import to_confirm
 from mpimatrix.results.policy import DEFAULT_POLICY, variation
+from mpimatrix.validation.gate_rates import require_at_least_one
 from mpimatrix.validation.replay import injected_of, read_store
 
 Night = tuple[float, float]  # minutes of session, of measuring again
@@ -49,8 +50,7 @@ def main(argv=None) -> int:
                         "test (`mpimatrix run --confirm-repeats K`) instead of the stored "
                         "confirmations' own; the default gate keeps them")
     args = p.parse_args(argv)
-    if args.confirm_samples is not None and args.confirm_samples < 1:
-        p.error(f"--confirm-samples must be at least 1, not {args.confirm_samples}")
+    require_at_least_one(p, args, "confirm_samples")
     settings = ["", *args.vary]
     # per setting, by injected: every store's nights, (session, measuring again) minutes
     pooled: dict[str, dict[bool, list[Night]]] = {v: {False: [], True: []} for v in settings}

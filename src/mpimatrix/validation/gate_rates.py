@@ -73,6 +73,15 @@ def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[di
     return report, confirmations(results, report)
 
 
+def require_at_least_one(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                         *names: str) -> None:
+    """An argparse error for the first of these counts below 1 (one not given is left
+    alone)."""
+    for name in names:
+        if (value := getattr(args, name)) is not None and value < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {value}")
+
+
 def run_command(args, confirm: bool = True) -> list[str]:
     """The `mpimatrix run` command line of one session of the experiment."""
     cmd = [MPIMATRIX, "run", "--mode", args.mode]
@@ -182,9 +191,8 @@ def main(argv=None, prog: str | None = None) -> int:
                    "(B, then K unchanged and K injected interleaved) with P passes each and "
                    "no confirmation, for `mpimatrix validate replay` to judge with any setting")
     args = p.parse_args(argv)
-    for name in ("bless", "sessions", "inject_every", "streak", "confirm_repeats"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
+    require_at_least_one(p, args, "bless", "sessions", "inject_every", "streak",
+                         "confirm_repeats")
     try:
         variation(args.vary)
         if args.inject_test:

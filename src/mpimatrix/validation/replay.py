@@ -46,7 +46,7 @@ from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from .gate_rates import disturbed_in, stored_sessions
+from .gate_rates import disturbed_in, require_at_least_one, stored_sessions
 from .tally import Tally
 
 
@@ -232,8 +232,7 @@ def main(argv=None, prog: str | None = None) -> int:
         variations = [variation(v) for v in args.vary]
     except ValueError as err:
         p.error(str(err))
-    if args.confirm_samples is not None and args.confirm_samples < 1:
-        p.error(f"--confirm-samples must be at least 1, not {args.confirm_samples}")
+    require_at_least_one(p, args, "confirm_samples")
     if not (args.store / "reports").is_dir():
         print(f"{args.store}: not a results store (no reports/ in it); give the --results "
               "folder of `mpimatrix validate gate`", file=sys.stderr)
