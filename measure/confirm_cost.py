@@ -16,7 +16,10 @@ injected nights apart (a site's usual night is unchanged; an injected night's me
 again is what detecting its step costs), and, given several stores, for them together.
 
     .venv/bin/python measure/confirm_cost.py /tmp/gate-store [/tmp/other-store ...] \
-        --vary build_against_others=1,build_floor=0.06,build_sigmas=2,build_confirm_pooled=1
+        --vary confirm_rounds=3 [--baseline FIELD=VALUE,...]
+
+`--baseline` prices against another setting than the default gate's, e.g. the whole-build
+settings before the defaults of 2026-12-02 (`--baseline pre-2026-12`).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from pathlib import Path
 from mpimatrix.results import references
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import to_confirm
-from mpimatrix.results.policy import DEFAULT_POLICY, variation
+from mpimatrix.results.policy import BEFORE_2026_12, DEFAULT_POLICY, variation
 from mpimatrix.validation.gate_rates import require_at_least_one
 from mpimatrix.validation.replay import injected_of, read_store
 
@@ -43,15 +46,24 @@ def main(argv=None) -> int:
     p.add_argument("store", type=Path, nargs="+")
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--vary", action="append", default=[],
-                   help="GatePolicy fields, FIELD=VALUE[,...]; repeatable (the default gate "
+                   help="GatePolicy fields, FIELD=VALUE[,...]; repeatable (the baseline "
                         "is always the first)")
+    p.add_argument("--baseline", default="", metavar="FIELDS",
+                   help="the setting the others are priced against, FIELD=VALUE[,...] "
+                        f"(default: the default gate; 'pre-2026-12': {BEFORE_2026_12})")
     p.add_argument("--confirm-samples", type=int, metavar="K",
                    help="price the --vary settings' measuring again at K samples of each "
                         "test (`mpimatrix run --confirm-repeats K`) instead of the stored "
-                        "confirmations' own; the default gate keeps them")
+                        "confirmations' own; the baseline keeps them")
     args = p.parse_args(argv)
     require_at_least_one(p, args, "confirm_samples")
-    settings = ["", *args.vary]
+    baseline = BEFORE_2026_12 if args.baseline == "pre-2026-12" else args.baseline
+    try:
+        for vary in (baseline, *args.vary):
+            variation(vary)
+    except ValueError as e:
+        p.error(str(e))
+    settings = list(dict.fromkeys([baseline, *args.vary]))
     # per setting, by injected: every store's nights, (session, measuring again) minutes
     pooled: dict[str, dict[bool, list[Night]]] = {v: {False: [], True: []} for v in settings}
     for store in args.store:
@@ -68,7 +80,7 @@ def main(argv=None) -> int:
 def store_costs(store: Path, bless: int, settings: list[str], samples: int | None = None
                 ) -> dict[str, dict[bool, list[Night]]]:
     """Per setting, by injected: each night's minutes of session and of measuring
-    again; printed. `samples`: the settings other than the default measure each test
+    again; printed. `samples`: the settings after the first (the baseline) measure each test
     again that many times (its minutes scale with them: a confirmation's fixed part, a
     ReFrame start, is under 0.1 min here)."""
     reports, first_rounds = read_store(store)
@@ -99,7 +111,7 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
         policy = dataclasses.replace(DEFAULT_POLICY, **variation(vary))
         refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
         out[vary] = {False: [], True: []}
-        scale = samples / max(repeats) if samples and vary else 1.0
+        scale = samples / max(repeats) if samples and vary != settings[0] else 1.0
         for s, report in zip(nights, raw, strict=True):
             tests = {c.name for c in to_confirm(refset.applied(report), refset)}
             out[vary][bool(injected_of(report))].append(
@@ -109,19 +121,20 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
 
 
 def print_costs(costs: dict[str, dict[bool, list[Night]]]) -> None:
-    """Per setting: the minutes a night against the default gate's (the first setting),
+    """Per setting: the minutes a night against the first setting's (the baseline),
     over every night, then unchanged and injected nights apart. A site's nights are
     mostly unchanged: theirs is the usual night's price, while an injected night's
     measuring again is what detecting its step costs."""
-    base = costs[""]
+    name, base = next(iter(costs.items()))
+    name = name or "the default gate"
     for vary, minutes in costs.items():
         every = minutes[False] + minutes[True]
         print(f"  {vary or 'the default gate'}: measured again "
               f"{statistics.fmean(a for _, a in every):.2f} min a night (on "
               f"{sum(a > 0 for _, a in every)} of {len(every)} nights); session and "
               f"measuring again {_total(every):.2f} min, "
-              f"{_total(every) / _total(base[False] + base[True]) - 1:+.0%} against the "
-              "default gate")
+              f"{_total(every) / _total(base[False] + base[True]) - 1:+.0%} against "
+              f"{name}")
         for injected, what in ((False, "unchanged"), (True, "injected")):
             if minutes[injected]:
                 print(f"    {what} nights ({len(minutes[injected])}): "

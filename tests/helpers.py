@@ -106,6 +106,16 @@ def require_lmod() -> None:
 
 
 #: Built from the offline kit when no build has OSU: one build of each family.
+def least_slowed_policy(**changes):
+    """DEFAULT_POLICY with the whole-build settings before 2026-12-02 (policy.BEFORE_2026_12:
+    each build against the least-slowed build, 15 % at least; each still an option), for
+    the tests of what they do, and `changes` over them."""
+    from dataclasses import replace
+
+    from mpimatrix.results.policy import BEFORE_2026_12, DEFAULT_POLICY, variation
+    return replace(DEFAULT_POLICY, **{**variation(BEFORE_2026_12), **changes})
+
+
 KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
 
 
@@ -163,10 +173,12 @@ def judged(session, confirmations=None, stats=None, policy=None):
     """gate.judge of sessions given as reports (a test's fixtures) or loaded."""
     from mpimatrix.results import gate
     from mpimatrix.results.measurements import as_session
-    from mpimatrix.results.policy import DEFAULT_POLICY
+    from mpimatrix.results.policy import POLICY_KEY, from_record
     from mpimatrix.results.reference_set import ReferenceSet
+    # no policy given: the one bless recorded in the statistics, as the gate takes it
+    policy = policy or from_record((stats or {}).get(POLICY_KEY))
     return gate.judge(as_session(session), [as_session(c) for c in confirmations or []],
-                      ReferenceSet(stats=stats or {}, policy=policy or DEFAULT_POLICY))
+                      ReferenceSet(stats=stats or {}, policy=policy))
 
 
 def slow_class(session: dict, factor: float) -> dict:

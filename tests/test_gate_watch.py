@@ -53,7 +53,9 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_second(
     assert v.line().endswith("tolerance +30%; outside in session night-09 too)")
     red = sum(bool(j.regressions) for *_, j in nights_without_bless_rule)
     red_alone = sum(bool(alone.regressions) for _, _, alone, _ in nights_without_bless_rule)
-    assert (red, red_alone) == (3, 4)
+    # (3, 4) with the host factors over the gated values only (host_every_value off):
+    # night 6's Sendrecv then read +31 % too
+    assert (red, red_alone) == (2, 3)
 
 
 def test_bless_leaves_out_a_value_whose_blessed_sessions_were_already_outside():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import slowed
 
+from mpimatrix.results.policy import BEFORE_2026_12
 from mpimatrix.validation.unchanged import recorded_halves
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -118,7 +119,7 @@ def test_the_cost_of_measuring_again_per_setting_on_the_same_nights(confirmed_st
     every night and for unchanged and injected nights apart; the tighter setting measures
     again on at least the default's nights. Given the store twice, the two together give
     the same figures."""
-    out = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.06")
+    out = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.03")
     head = re.match(rf"{re.escape(str(confirmed_store))}: 9 nights after 5 blessed; "
                     r"session (\d+\.\d\d) min a night; one test measured again on every "
                     r"build \d\.\d{3} min \(median over 1 confirmations\) at 3 samples of "
@@ -129,7 +130,7 @@ def test_the_cost_of_measuring_again_per_setting_on_the_same_nights(confirmed_st
                       r"against the default gate\n    unchanged nights \(7\): (\d+\.\d\d) "
                       r"min, ([+-]\d+)%\n    injected nights \(2\): (\d+\.\d\d) min, "
                       r"([+-]\d+)%$", out, re.M)
-    assert [r[0] for r in rows] == ["the default gate", "build_floor=0.06"], out
+    assert [r[0] for r in rows] == ["the default gate", "build_floor=0.03"], out
     (_, again, nights, total, pct, *split), (_, again6, nights6, total6, pct6, *split6) = rows
     session = float(head.group(1))
     for a, t in ((again, total), (again6, total6)):
@@ -143,15 +144,21 @@ def test_the_cost_of_measuring_again_per_setting_on_the_same_nights(confirmed_st
         assert (7 * float(u) + 2 * float(i)) / 9 == pytest.approx(float(t), abs=0.011)
     assert int(split6[1]) == round((float(split6[0]) / float(split[0]) - 1) * 100)
     twice = measure("confirm_cost.py", str(confirmed_store), str(confirmed_store),
-                    "--vary", "build_floor=0.06")
+                    "--vary", "build_floor=0.03")
     together = twice[twice.index("the 2 stores together:\n"):]
-    assert re.search(rf"^  build_floor=0.06: measured again {again6} min a night \(on "
+    assert re.search(rf"^  build_floor=0.03: measured again {again6} min a night \(on "
                      rf"{2 * int(nights6)} of 18 nights\); session and measuring again "
                      rf"{total6} min, {re.escape(pct6)}% against the default gate\n    "
                      rf"unchanged nights \(14\): {split6[0]} min", together, re.M), together
     # priced at one sample of each test, the setting's measuring again costs a third
-    one = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.06",
+    one = measure("confirm_cost.py", str(confirmed_store), "--vary", "build_floor=0.03",
                   "--confirm-samples", "1")
     assert "; other settings priced at 1\n" in one, one
-    m = re.search(r"^  build_floor=0.06: measured again (\d+\.\d\d) min", one, re.M)
+    m = re.search(r"^  build_floor=0.03: measured again (\d+\.\d\d) min", one, re.M)
     assert m and float(m.group(1)) == pytest.approx(float(again6) / 3, abs=0.011), one
+    # against the settings before the defaults of 2026-12-02: the default gate is priced
+    old = measure("confirm_cost.py", str(confirmed_store), "--baseline", "pre-2026-12",
+                  "--vary", "")
+    names = re.findall(r"^  (.+): measured again .* against (.+)$", old, re.M)
+    assert [n for n, _ in names] == [BEFORE_2026_12, "the default gate"], old
+    assert {a for _, a in names} == {BEFORE_2026_12}, old

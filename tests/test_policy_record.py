@@ -29,15 +29,15 @@ def bless(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
 
 
 def test_bless_vary_writes_its_policy_and_the_gate_judges_with_it(tmp_path):
-    proc = bless(tmp_path, "--vary", "build_floor=0.08,build_against_others=1")
+    proc = bless(tmp_path, "--vary", "build_floor=0.08,build_against_others=0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ("  gate settings other than the defaults: build_floor=0.08,"
-            "build_against_others=True") in proc.stdout.splitlines(), proc.stdout
+            "build_against_others=False") in proc.stdout.splitlines(), proc.stdout
     stats = yaml.safe_load((tmp_path / "refs.stats.yaml").read_text())
     assert stats[POLICY_KEY]["build_floor"] == 0.08
-    assert stats[POLICY_KEY]["build_against_others"] is True
+    assert stats[POLICY_KEY]["build_against_others"] is False
     loaded = ReferenceSet.load(tmp_path / "refs.yaml")
-    assert loaded.policy.build_floor == 0.08 and loaded.policy.build_against_others
+    assert loaded.policy.build_floor == 0.08 and not loaded.policy.build_against_others
     assert loaded.policy.k_sigma == DEFAULT_POLICY.k_sigma
     # a policy given to the loader is the one used
     assert ReferenceSet.load(tmp_path / "refs.yaml", DEFAULT_POLICY).policy == DEFAULT_POLICY
@@ -47,7 +47,7 @@ def test_bless_vary_writes_its_policy_and_the_gate_judges_with_it(tmp_path):
     assert ReferenceSet.load(tmp_path / "refs.yaml").policy == loaded.policy
     assert bless(tmp_path, "--vary", "build_floor=0.1").returncode == 0
     again = ReferenceSet.load(tmp_path / "refs.yaml").policy
-    assert again.build_floor == 0.1 and again.build_against_others
+    assert again.build_floor == 0.1 and not again.build_against_others
     proc = bless(tmp_path, "--replace")
     assert proc.returncode == 0 and "gate settings" not in proc.stdout
     assert ReferenceSet.load(tmp_path / "refs.yaml").policy == DEFAULT_POLICY
@@ -69,7 +69,7 @@ def test_a_policy_record_from_an_older_or_edited_file_keeps_the_defaults_it_lack
     assert from_record({**older, "value_floor": 0.2}).value_floor == 0.2
     assert from_record(older).build_floor == DEFAULT_POLICY.build_floor
     edited = from_record({"build_floor": "low", "min_builds": 4, "k_sigma": 3,
-                          "unknown": 1, "build_against_others": "yes"})
+                          "unknown": 1, "build_against_others": "no"})
     assert edited.build_floor == DEFAULT_POLICY.build_floor  # not a number: the default
     assert edited.min_builds == 4 and edited.k_sigma == 3.0
-    assert edited.build_against_others is False
+    assert edited.build_against_others is DEFAULT_POLICY.build_against_others

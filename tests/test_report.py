@@ -150,6 +150,9 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
                     failed[(tc["environ"], tc.get("ref_key"), full.rsplit(":", 1)[-1])] += 1
     night = judged(nightly[-1])
     rows, watched = rep.context["regressions"], rep.context["watch"]
+    whole = [r["build"] for r in rows if r["benchmark"] == "the whole build"]
+    assert whole == [b.build for b in night.builds if b.status == gate.REGRESSION]
+    rows = [r for r in rows if r["benchmark"] != "the whole build"]
     # each build here has several values outside at once: none is a value alone, on
     # watch (results/watch.py), so the report's regressions are the gate's
     assert len(rows) == sum(v.status == gate.REGRESSION for v in night.verdicts) > 0
@@ -158,20 +161,21 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     host = night.hosts[0]
     assert host.factor and 0.8 < host.factor < 1.25
     assert rep.context["verdict"]["cls"] == "bad"
-    # each value against its class's host factor, never below 1
+    # each value alone against its class's host factor, never below 1 (a value named with
+    # its build, against the level its build was judged against)
     regressed = [v for v in night.verdicts if v.status == gate.REGRESSION]
     for v in regressed:
         cls = value_class(v.size, v.higher_is_better)
-        assert v.host == max(host.classes.get(cls, host.factor), 1.0)
+        assert v.with_build or v.host == max(host.classes.get(cls, host.factor), 1.0)
     assert sorted(r["reason"] for r in rows) == sorted(v.why() for v in regressed)
-    for r in rows:
+    for r in (r for r in rows if "with the whole build" not in r["reason"]):
         assert r["value"] is not None and r["reference"] and r["change"] is not None
         # one run: the session's one sample decides, against the host
         assert re.search(r"^best of 1 sample\(s\) \[\S+\] \S+ against the host \(host factor "
                          r"\d\.\d\d\): outside the tolerance [+-]30%$", r["reason"]), r["reason"]
     # a failure of the performance stage is a regression, not also a failed test case
     assert all(f["phase"] != "performance" for f in rep.context["failures"])
-    assert f"## Regressions ({len(rows)})" in rep.markdown
+    assert f"## Regressions ({len(rows) + len(whole)})" in rep.markdown
     assert rep.context["gate"].startswith("the regression gate: a value outside its tolerance")
 
 
@@ -269,7 +273,10 @@ def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nig
     assert verdict_line([], [], 42)[0] == "good"
 
     def named(report) -> set:
-        return {(r["build"], r["benchmark"], r["what"]) for r in report.context["regressions"]}
+        """Values named alone and whole builds (a value named with its build is judged
+        against the others' level in its class, which the class's slowdown moves)."""
+        return {(r["build"], r["benchmark"], r["what"]) for r in report.context["regressions"]
+                if "with the whole build" not in r["reason"]}
 
     before, after = named(nightly_report), named(rep)
     assert after <= before, after - before
@@ -322,6 +329,10 @@ def test_each_row_is_a_gate_verdict_in_its_own_words(nightly, nightly_report):
             if v.status == gate.REGRESSION}
     rows = {(r["build"], r["benchmark"], r["placement"], r["what"]): r
             for r in nightly_report.context["regressions"]}
+    for b in night.builds:
+        row = rows.pop((b.build, "the whole build", "all placements", "factor"), None)
+        assert (row["reason"] if row else None) == (
+            b.reason() if b.status == gate.REGRESSION else None)
     assert rows.keys() == regs.keys() and rows
     assert any(w.endswith(" at 8 B") for *_, w in rows)
     for key, row in rows.items():

@@ -92,8 +92,10 @@ class Host:
         what += [f"{c} {f - 1:+.0%} on every build at once"
                  for c, f in sorted(self.slow_classes.items())]
         if self.together:
-            what.append(f"{', '.join(self.together)} outside together against the "
-                        "least-slowed build, judged against the median build")
+            against = ("the other builds' median" if self.slowdowns.policy.build_against_others
+                       else "the least-slowed build")
+            what.append(f"{', '.join(self.together)} outside together against {against}, "
+                        "judged against the median build")
         return (f"HOST {self.partition}: {'; '.join(what)}; values were judged against "
                 "the host of their class. The machine, not a build: run again on a quiet "
                 "machine, or bless again if it changed for good")
@@ -114,6 +116,7 @@ class BuildVerdict:
     status: str = ""
     together: bool = False  # judged against the median build (host.BuildFactors)
     others: bool = False  # judged against the other builds' median (build_against_others)
+    every_value: bool = False  # its level over every value with a reference (host_every_value)
     #: each confirmation round's factor, where the verdict pooled them (policy.confirm_*)
     confirm_rounds: tuple[float, ...] = ()
     pooled: float | None = None  # the geometric mean of the session's and the rounds' factors
@@ -131,8 +134,9 @@ class BuildVerdict:
                     f"pooled with the session {self.pooled - 1:+.0%}")
         against = ("the median build" if self.together else "the other builds' median"
                    if self.others else "the least-slowed build")
+        values = "values" if self.every_value else "gated values"
         return (f"{self.factor - 1:+.0%} against {against} (median over "
-                f"its {self.values} gated values{conf}; tolerance +{self.tolerance:.0%}); "
+                f"its {self.values} {values}{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values named with it")
 
     def line(self) -> str:
@@ -178,5 +182,6 @@ def build_verdicts(hosts_: dict[str, Host], names: dict[str, str],
     return [BuildVerdict(part, names[env], env, len(h.slowdowns.builds.slowdowns[env]),
                          factor, references.build_tolerance(part, env),
                          together=bool(h.judged.together),
-                         others=references.policy.build_against_others)
+                         others=references.policy.build_against_others,
+                         every_value=references.policy.host_every_value)
             for part, h in hosts_.items() for env, factor in h.judged.factors.items()]

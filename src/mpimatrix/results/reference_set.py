@@ -30,7 +30,7 @@ class ReferenceSet:
     def load(cls, refs_file: Path, policy: GatePolicy | None = None) -> ReferenceSet:
         """The reference file (checked: a bad one raises ReferenceFileError naming it) and
         its statistics file; an unreadable statistics file counts as none (the gate then
-        judges whole builds at the policy's build floor). The policy: the one bless
+        judges whole builds at the policy's build_tolerance_unblessed). The policy: the one bless
         wrote beside its tolerances (`$policy`), unless one is given."""
         refs = load_references(refs_file)
         try:
@@ -85,10 +85,12 @@ def blessed_record(stats: dict | None, case: Case, var: str) -> dict:
 
 def build_tolerance(stats: dict | None, partition: str, environ: str,
                     policy: GatePolicy = DEFAULT_POLICY) -> float:
-    """The build's tolerance from the statistics file, else the policy's build_floor."""
+    """The build's tolerance from the statistics file, else the policy's
+    build_tolerance_unblessed."""
     rec = (((stats or {}).get(BUILDS_KEY) or {}).get(partition) or {}).get(environ) or {}
     tol = rec.get("tolerance") if isinstance(rec, dict) else None
-    return float(tol) if isinstance(tol, int | float) and tol > 0 else policy.build_floor
+    return (float(tol) if isinstance(tol, int | float) and tol > 0
+            else policy.build_tolerance_unblessed)
 
 
 def value_records(stats: dict | None) -> Iterator[tuple[str, str, str, str, str, dict]]:
@@ -127,5 +129,6 @@ def not_gated(stats: dict | None) -> list[dict]:
             if st.get("gated") is False]
 
 
-#: No references: every value as measured, whole builds at the policy's build floor.
+#: No references: every value as measured, whole builds at the policy's
+#: build_tolerance_unblessed.
 NO_REFERENCES = ReferenceSet()
