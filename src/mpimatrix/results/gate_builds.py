@@ -92,8 +92,7 @@ class Host:
         what += [f"{c} {f - 1:+.0%} on every build at once"
                  for c, f in sorted(self.slow_classes.items())]
         if self.together:
-            against = ("the other builds' median" if self.slowdowns.policy.build_against_others
-                       else "the least-slowed build")
+            against = host.level_name(False, self.slowdowns.policy.build_against_others)
             what.append(f"{', '.join(self.together)} outside together against {against}, "
                         "judged against the median build")
         return (f"HOST {self.partition}: {'; '.join(what)}; values were judged against "
@@ -132,8 +131,7 @@ class BuildVerdict:
             each = ", ".join(f"{f - 1:+.0%}" for f in self.confirm_rounds)
             conf = (f"; measured again in {len(self.confirm_rounds)} rounds ({each}), "
                     f"pooled with the session {self.pooled - 1:+.0%}")
-        against = ("the median build" if self.together else "the other builds' median"
-                   if self.others else "the least-slowed build")
+        against = host.level_name(self.together, self.others)
         values = "values" if self.every_value else "gated values"
         return (f"{self.factor - 1:+.0%} against {against} (median over "
                 f"its {self.values} {values}{conf}; tolerance +{self.tolerance:.0%}); "

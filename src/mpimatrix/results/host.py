@@ -207,6 +207,14 @@ def table(slowdowns: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
     return {k: HostRow(by_env, policy) for k, by_env in slowdowns.items()}
 
 
+def level_name(together: bool, others: bool) -> str:
+    """What a whole build (and a value named with it) was judged against, for its line:
+    the median build where most builds were outside together, else the other builds'
+    median (policy.build_against_others) or the least-slowed build."""
+    return ("the median build" if together else "the other builds' median" if others
+            else "the least-slowed build")
+
+
 def judging(factor: float | None) -> float | None:
     """The factor the gate divides by: never below 1."""
     return max(factor, 1.0) if factor else factor

@@ -161,9 +161,8 @@ class ValueVerdict:
         named with its build what the build it was judged against showed."""
         if not self.with_build:
             return "against the host (host factor"
-        return ("against the median build (factor" if self.with_median_build
-                else "against the other builds' median (factor" if self.with_others_median
-                else "against the least-slowed build (factor")
+        return (f"against {host.level_name(self.with_median_build, self.with_others_median)}"
+                " (factor")
 
     def outside(self, value: float, share: float = 1.0) -> bool:
         """Beyond the tolerance (or the given share of it)."""
