@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test suite: set up (as root also Slurm for the emulated cluster), lint, pytest.
+# The test suite: set up with the dev extra (as root also Slurm for the emulated cluster),
+# lint, pytest.
 # Extra arguments go to pytest, e.g. -k imb or -m 'not cluster' (then one pytest run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,8 +9,8 @@ cd "$(dirname "$0")/.."
 # Spack is cloned from it into the user cache (reused by later runs), with a Python
 # for Spack with clingo, and its sources go into the project's Spack mirror. Without
 # it the Spack tests skip, saying why.
-setup_args=""
-[ "$(id -u)" = 0 ] && setup_args="--cluster"
+setup_args="--dev"   # the dev extra: pytest, ruff, mypy, playwright
+[ "$(id -u)" = 0 ] && setup_args="$setup_args --cluster"
 [ -x .venv/bin/mpimatrix ] || scripts/setup.sh $setup_args   # a fresh machine: the .venv first
 # paths.offline_kit(): the project's one definition of where the kit is
 kit=$(.venv/bin/python -c 'from mpimatrix.paths import offline_kit; print(offline_kit() or "")')

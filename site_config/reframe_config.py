@@ -18,5 +18,7 @@ except ImportError:  # not installed: use the source tree
     sys.path.insert(0, os.path.join(_root, "src"))
 
 from mpimatrix.site.config import build_config  # noqa: E402
+from mpimatrix.site_settings import apply_current  # noqa: E402
 
+apply_current()  # site_config/site.yaml, for `reframe -C` started by hand too
 site_configuration = build_config()

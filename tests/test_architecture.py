@@ -17,6 +17,7 @@ LAYERS = {
     "__init__": 0, "paths": 0, "units": 0, "shell": 0, "atomic": 0, "placement": 0,
     "strict_yaml": 0,
     "builds": 1, "suites": 1,
+    "site_settings": 1,  # site_config/site.yaml (paths, strict_yaml)
     "reference_file": 1,  # keeps large files' parse in the cache folder (paths, atomic)
     "vcluster": 2,
     "rfm": 3, "results": 3,

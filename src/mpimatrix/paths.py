@@ -26,8 +26,18 @@ def reports_dir() -> Path:
     return results_dir() / "reports"
 
 
+def store_dir() -> Path:
+    """The results databases (ReFrame's SQLite file, the session index): they need a
+    local disk with working locks. MPIMATRIX_STORE moves them; ReFrame's own
+    RFM_SQLITE_DB_FILE, when set, decides alone."""
+    if os.environ.get("RFM_SQLITE_DB_FILE"):
+        return Path(os.environ["RFM_SQLITE_DB_FILE"]).parent
+    env = os.environ.get("MPIMATRIX_STORE")
+    return Path(env).expanduser().resolve() if env else results_dir() / "db"
+
+
 def results_db() -> Path:
-    return Path(os.environ.get("RFM_SQLITE_DB_FILE", results_dir() / "db" / "results.db"))
+    return Path(os.environ.get("RFM_SQLITE_DB_FILE", store_dir() / "results.db"))
 
 
 def cache_dir() -> Path:

@@ -36,9 +36,9 @@ from ..paths import cache_dir
 from ..shell import printable, shell_value
 from .bench_suites import OSU, Suite
 from .checksum import file_sha256
-from .record import NAME_PATTERN, BenchmarkInstall, BuildRecord
+from .record import BENCH_BUILD, NAME_PATTERN, BenchmarkInstall, BuildRecord
 
-PROVENANCE = "mpimatrix bench-build"
+PROVENANCE = BENCH_BUILD
 
 
 class BenchBuildError(Exception):

@@ -21,8 +21,11 @@ from .record import BuildRecord
 #: the tools a module of a Debian build puts on the PATH under their plain names (each
 #: family's own only: /usr/bin/mpichversion is MPICH's, whichever MPI is loaded). Hydra
 #: starts hydra_pmi_proxy from the folder its mpiexec was called from: it goes beside.
-DEBIAN_TOOLS = {"openmpi": ("mpicc", "mpiexec", "mpirun", "ompi_info"),
-                "mpich": ("mpicc", "mpiexec", "mpirun", "mpichversion", "hydra_pmi_proxy",
+#: The compiler wrappers too: OSU links with mpicxx, Fortran codes with mpifort (a tool the
+#: machine lacks is left out).
+WRAPPERS = ("mpicc", "mpicxx", "mpic++", "mpifort", "mpif90", "mpif77")
+DEBIAN_TOOLS = {"openmpi": (*WRAPPERS, "mpiexec", "mpirun", "ompi_info"),
+                "mpich": (*WRAPPERS, "mpiexec", "mpirun", "mpichversion", "hydra_pmi_proxy",
                           "hydra_nameserver", "hydra_persist")}
 _PREPEND = re.compile(r"^(?P<value>.*):\$\{?(?P<var>[A-Za-z_]+)\}?$")
 
@@ -67,8 +70,11 @@ def _bin_dir(rec: BuildRecord, root: Path) -> Path:
     links = root / ".bin" / rec.name
     links.mkdir(parents=True, exist_ok=True)
     for plain in DEBIAN_TOOLS.get(rec.family, ("mpicc", "mpiexec", "mpirun")):
-        target = next((t for t in (cc.parent / f"{plain}{suffix}", cc.parent / plain)
-                       if t.exists()), None)
+        # a wrapper only under its suffix: Debian's plain mpicxx, mpifort are the
+        # alternatives' (Open MPI's), whichever MPI this is
+        tries = [cc.parent / f"{plain}{suffix}"] + ([] if plain in WRAPPERS else
+                                                     [cc.parent / plain])
+        target = next((t for t in tries if t.exists()), None)
         link = links / plain
         if target is None or (link.is_symlink() and link.resolve() == target.resolve()):
             continue

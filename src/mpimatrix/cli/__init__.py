@@ -18,6 +18,8 @@ from ..rfm.inject import InjectError
 from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
+from ..run.store_fs import StoreFileSystemError
+from ..site_settings import SiteSettingsError, apply_current
 from . import (
     accept,
     accept_run,
@@ -27,8 +29,12 @@ from . import (
     cluster,
     diff,
     modules,
+    nightly,
+    plan,
     prune,
     report,
+    schedule,
+    site,
     spack,
     validate,
 )
@@ -125,7 +131,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     for module in (bless, changes, diff, accept, cluster, spack, bench_build, report,
-                   validate, modules, prune):
+                   validate, modules, prune, site, plan, nightly, schedule):
         module.register(sub)
     return p
 
@@ -135,9 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "reframe_args", None) and args.reframe_args[0] == "--":
         args.reframe_args = args.reframe_args[1:]
     try:
+        apply_current()  # site_config/site.yaml: what the environment does not set
         return args.func(args)
     except (BuildError, SessionError, ReferenceFileError, BlessError, InjectError,
-            RequirementsError) as err:
+            RequirementsError, SiteSettingsError, StoreFileSystemError) as err:
         print(f"mpimatrix: {err}", file=sys.stderr)
         return 2
     except StoreBusy as err:

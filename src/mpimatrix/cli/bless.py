@@ -59,7 +59,8 @@ def cmd_bless(args) -> int:
 
 
 def register(sub) -> None:
-    s = sub.add_parser("bless", help="write references from stored runs (5 or more)")
+    s = sub.add_parser("bless", help="write references from stored runs (a value needs 3 "
+                       "samples, 5 or more recommended)")
     s.add_argument("--session", action="append", metavar="SESSION", help="stored session: "
                    "UUID, its first 8 characters, `latest` or a period (repeatable)")
     s.add_argument("--report", action="append", help="ReFrame JSON report (repeatable)")

@@ -5,7 +5,9 @@
                               unless --force
   down [--dir DIR]            stop everything it started, remove its namespaces
   status [--json]             members, processes, sinfo
-  exec MEMBER -- CMD...       run CMD on head or nodeN (SLURM_CONF set)
+  exec MEMBER [--user NAME] -- CMD...
+                              run CMD on head or nodeN (SLURM_CONF set); as the
+                              account NAME, in its home, as `ssh` to the node would
   reframe -- ARGS...          the project's ReFrame in the head namespace
   run -- ARGS...              `mpimatrix run ARGS` in the head namespace, e.g.
                               run -- --only impi --partition 'compute$' -- -n Imb
@@ -22,6 +24,7 @@ import os
 import sys
 
 from ..vcluster.layout import ClusterError, Layout, default_dir
+from ..vcluster.privileges import tool
 
 
 def _lay(args, nodes: int | None = None) -> Layout:
@@ -46,7 +49,7 @@ def cmd_up(args) -> int:
         if plan["work"]:
             print("  killing what runs in head (--force): " + "; ".join(plan["work"]),
                   flush=True)
-    st = up(lay, timeout=args.timeout, force=args.force)
+    st = up(lay, timeout=args.timeout, force=args.force, cron=args.cron)
     what = {"reuse": "already up (nothing to do)", "restart": "restarted"}.get(
         st["action"], "up")
     print(f"cluster {what}: {st['nodes']} node(s) in {st['dir']} "
@@ -100,26 +103,45 @@ def cmd_status(args) -> int:
 
 
 def own_options(args, argv: list[str]) -> list[str]:
-    """Take `--dir X` / `--dir=X` from the front of a command's argv (argparse leaves
+    """Take `--dir X` / `--dir=X` (and `--user`) from the front of a command's argv (argparse leaves
     options after a positional in the remainder), then a `--`; the rest is the
     command's."""
     argv = list(argv)
     while argv and argv[0] != "--":
-        if argv[0] == "--dir" and len(argv) > 1:
-            args.dir, argv = argv[1], argv[2:]
-        elif argv[0].startswith("--dir="):
-            args.dir, argv = argv[0][6:], argv[1:]
-        else:
+        name, eq, value = argv[0].partition("=")
+        own = ("--dir", "--user") if hasattr(args, "user") else ("--dir",)
+        if name not in own or not (eq or len(argv) > 1):
             break
+        if not eq:
+            value, argv = argv[1], argv[1:]
+        setattr(args, name[2:], value)
+        argv = argv[1:]
     return argv[1:] if argv[:1] == ["--"] else argv
 
 
-def _exec(lay: Layout, member: str, argv: list[str]) -> int:
+def as_account(name: str, argv: list[str]) -> tuple[list[str], str]:
+    """argv run as the account `name` with its login environment (HOME, USER, SHELL,
+    PATH; nothing of the caller's), and its home."""
+    import pwd
+
+    try:
+        account = pwd.getpwnam(name)
+    except KeyError:
+        raise ClusterError(f"no account {name!r} on this machine (useradd -m {name})") from None
+    setpriv = [tool("setpriv"), f"--reuid={account.pw_uid}", f"--regid={account.pw_gid}",
+               "--init-groups", "--reset-env", "--"]
+    return [*setpriv, *(argv or [account.pw_shell or "/bin/sh", "-l"])], account.pw_dir
+
+
+def _exec(lay: Layout, member: str, argv: list[str], user: str = "") -> int:
     from ..vcluster.cluster import command, env_for
 
+    wd = None
+    if user:
+        argv, wd = as_account(user, argv)
     if not argv:
         argv = [os.environ.get("SHELL", "/bin/bash")]
-    full = command(lay, member, argv)
+    full = command(lay, member, argv, wd=wd)
     sys.stdout.flush()
     os.execvpe(full[0], full, env_for(lay))
     return 127  # not reached
@@ -127,7 +149,7 @@ def _exec(lay: Layout, member: str, argv: list[str]) -> int:
 
 def cmd_exec(args) -> int:
     argv = own_options(args, args.argv)
-    return _exec(_lay(args), args.member, argv)
+    return _exec(_lay(args), args.member, argv, args.user or "")
 
 
 def cmd_reframe(args) -> int:
@@ -173,10 +195,16 @@ def register(subparsers) -> None:
                    help="seconds to wait for the nodes to be idle")
     s.add_argument("--force", action="store_true",
                    help="restart a degraded cluster even over work running in head")
+    s.add_argument("--cron", action="store_true",
+                   help="also run cron on head, the login node: the accounts' crontabs "
+                   "(a nightly scheduled with `crontab`) run there")
     add("down", cmd_down, "stop the cluster and remove everything it created")
     s = add("status", cmd_status, "show members, processes and Slurm node states")
     s.add_argument("--json", action="store_true")
     s = add("exec", cmd_exec, "run a command on head or nodeN")
+    s.add_argument("--user", metavar="NAME",
+                   help="as this account (its login environment, in its home), as `ssh "
+                   "NAME@head` would on a real cluster")
     s.add_argument("member", help="head, node1, node2, ...")
     s.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     s = add("reframe", cmd_reframe, "run the project's ReFrame inside the head namespace")

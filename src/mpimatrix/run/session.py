@@ -50,6 +50,7 @@ from .selection import (
     select_partitions,
     setvar_args,
 )
+from .store_fs import check_store
 from .stored import reframe_index
 
 OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
@@ -59,7 +60,8 @@ NOTHING_RAN = ("no test case ran (no usable build, or the selection matched noth
 
 #: Variables naming files or directories: made absolute before ReFrame starts
 #: (ReFrame loads the configuration from site_config/, not from the caller's cwd).
-PATH_VARIABLES = ("MPIMATRIX_BUILDS", "MPIMATRIX_LOCK", "MPIMATRIX_RESULTS", "MPIMATRIX_HOME",
+PATH_VARIABLES = ("MPIMATRIX_BUILDS", "MPIMATRIX_LOCK", "MPIMATRIX_RESULTS", "MPIMATRIX_STORE",
+                  "MPIMATRIX_HOME",
                   "MPIMATRIX_CACHE", "MPIMATRIX_SYSTEMS", "MPIMATRIX_OSU_SOURCE",
                   "RFM_SQLITE_DB_FILE", "RFM_REFERENCE_PREFIX")
 
@@ -188,6 +190,7 @@ def check_inputs() -> None:
     """What would break every test case, before ReFrame starts."""
     injection_for("")  # a malformed MPIMATRIX_INJECT stops here, with its text
     retention()  # and so does a malformed MPIMATRIX_KEEP_FULL
+    check_store(results_db().parent)  # a store on NFS, or where locks fail, is refused
     system_refs = references_dir()
     if system_refs.is_dir():
         for path in sorted(system_refs.glob("*.yaml")):

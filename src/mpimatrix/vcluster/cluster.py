@@ -26,11 +26,12 @@ __all__ = ["command", "down", "env_for", "holder_pid", "is_up", "kill_node", "lo
 
 
 # -- up ----------------------------------------------------------------------------------
-def up(lay: Layout, timeout: float = 60.0, force: bool = False) -> dict:
+def up(lay: Layout, timeout: float = 60.0, force: bool = False, cron: bool = False) -> dict:
     """Start the cluster (idempotent). Returns the status with timings and what was
     done (`action`, see health.assess; `restarted`: the dead processes and the work
     in head that a restart killed). A degraded cluster is restarted, but not over
-    live work in head unless `force`."""
+    live work in head unless `force`. `cron`: also Debian's cron daemon in head, the
+    login node, so that the accounts' crontabs run there."""
     t0 = time.monotonic()
     privileges.require()
     plan = health.assess(lay)
@@ -40,6 +41,8 @@ def up(lay: Layout, timeout: float = 60.0, force: bool = False) -> dict:
                            f"not {lay.nodes}: run `mpimatrix cluster down` first")
     if plan["action"] == health.REUSE:
         _wait_idle(lay, old, timeout)
+        if cron:
+            start_cron(lay, old)
         return {**status(lay), "up_seconds": time.monotonic() - t0, "reused": True,
                 "action": health.REUSE}
     if plan["action"] == health.RESTART:
@@ -58,6 +61,8 @@ def up(lay: Layout, timeout: float = 60.0, force: bool = False) -> dict:
     except BaseException:
         _teardown(lay, state)
         raise
+    if cron:
+        start_cron(lay, state)
     state["phase"] = "up"
     state["up_seconds"] = round(time.monotonic() - t0, 3)
     save_state(lay, state)
@@ -118,6 +123,22 @@ def _start(lay: Layout, state: dict, timeout: float) -> None:
     state["procs"] += [p.to_dict() for p in started]
     save_state(lay, state)
     _wait_idle(lay, state, timeout)
+
+
+def start_cron(lay: Layout, state: dict) -> None:
+    """cron in head (once): it runs each account's crontab on the login node."""
+    if any(p.name == "cron" and p.alive() for p in procs_of(state)):
+        return
+    if privileges.tool("cron") == "cron":
+        raise ClusterError("cron not found: apt-get install cron")
+    proc = daemons.start(lay, "cron", "head", holder_pid(state, "head"), daemons.cron_argv())
+    time.sleep(0.5)
+    if not proc.alive():
+        raise ClusterError(f"cron exited at start: {namespaces.tail(lay.log('cron.out'))} "
+                           "(a cron daemon already running on this machine holds its pid "
+                           "file: stop it, the login node's cron runs the crontabs)")
+    state["procs"].append(proc.to_dict())
+    save_state(lay, state)
 
 
 def _wait_for(cond, timeout, what, still_ok, log: Path) -> None:

@@ -126,6 +126,11 @@ def slurmd_argv(lay: Layout, node: str, cpus: list[int] | None = None) -> list[s
             str(lay.slurm_conf)]
 
 
+def cron_argv() -> list[str]:
+    """Debian's cron in the foreground: the accounts' crontabs run on the login node."""
+    return [tool("cron"), "-f"]
+
+
 def stop(procs: list[Proc], grace: float = 5.0) -> list[str]:
     """SIGTERM, wait up to `grace` s, then SIGKILL. Returns what needed SIGKILL."""
     live = [p for p in procs if p.alive()]

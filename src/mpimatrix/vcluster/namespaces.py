@@ -5,6 +5,8 @@ created by `unshare` for a holder process (`sleep infinity`). A small init
 script run by the holder sets the member up before it sleeps:
 
 - hostname = member name; a cluster hosts file bind-mounted over /etc/hosts;
+  the cluster's etc/ (slurm.conf) over /etc/slurm, where Slurm's clients look for it,
+  so an account's shell or cron job on a member needs no SLURM_CONF;
 - compute nodes only: a private tmpfs on /dev/shm; a random per-node boot_id
   bind-mounted over /proc/sys/kernel/random/boot_id (UCX takes the boot_id as
   the host identity and would otherwise use shared memory between "nodes");
@@ -35,6 +37,8 @@ set -e
 member=$1 kind=$2 dir=$3
 hostname "$member"
 mount --bind "$dir/etc/hosts" /etc/hosts
+# Slurm's clients find the cluster's configuration where a real cluster keeps it
+if [ -d /etc/slurm ]; then mount --bind "$dir/etc" /etc/slurm; fi
 if [ "$kind" = node ]; then
     mount -t tmpfs -o mode=1777,size=2g mpimatrix-shm /dev/shm
     mount --bind "$dir/etc/boot_id.$member" /proc/sys/kernel/random/boot_id

@@ -58,6 +58,8 @@ def slurm_conf(lay: Layout) -> str:
         "KillWait=5",
         f"SlurmdTimeout={SLURMD_TIMEOUT}",
         "MailProg=/bin/true",
+        # accounts may keep Slurm cron jobs (scrontab), as a site's cluster may
+        "ScronParameters=enable",
     ]
     for node in lay.node_names:
         lines.append(f"NodeName={node} NodeAddr={lay.address(node)} CPUs={NODE_CPUS} "
