@@ -14,6 +14,7 @@ Marked cluster (root, namespaces), reframe and mpi; needs Lmod and cron (Debian 
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import pwd
@@ -111,10 +112,12 @@ def as_account(site: dict, script: str, timeout: int = 900) -> subprocess.Comple
 
 def test_the_account_sets_up_from_the_wheelhouse_and_writes_its_site(site):
     top = site["top"]
+    t0 = time.monotonic()
     proc = as_account(site, f"./scripts/setup.sh --no-system-packages --no-pypi-mpis "
                       f"--wheelhouse {top / 'wheels'} && du -sm .venv")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    print(f"the account's .venv: {proc.stdout.split()[-2]} MB")
+    print(f"\nthe account's setup from the wheelhouse: {time.monotonic() - t0:.0f} s, "
+          f".venv {proc.stdout.split()[-2]} MB")
     kit = offline_kit()
     if kit is not None and as_account(site, f"test -r {kit}/README.md").returncode != 0:
         kit = None  # the account cannot read it where it is: no sources for Open MPI's IMB
@@ -123,8 +126,8 @@ def test_the_account_sets_up_from_the_wheelhouse_and_writes_its_site(site):
 
     proc = as_account(site, ".venv/bin/mpimatrix site")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "emulated.yaml: system emulated, partitions compute, compute_mpirun <- this host" \
-        in proc.stdout, proc.stdout
+    assert "system emulated: partitions compute, compute_mpirun <- this host" in proc.stdout, \
+        proc.stdout
     assert f"MPIMATRIX_STORE = /var/tmp/mpimatrix-{ACCOUNT}/db" in proc.stdout
     assert "locks work" in proc.stdout and "2 usable" in proc.stdout
 
@@ -170,6 +173,9 @@ def test_the_nightly_scheduled_by_cron_runs_judges_and_reports_twice(site):
     for n in nights:
         if n["verdict"] == "NOT RUN":
             assert n["exit"] == 3 and "is in use by" in n["log"].read_text()
+    for n in judged[:2]:  # the night's time: from its start (the log's name) to its end
+        start = calendar.timegm(time.strptime(n["log"].stem, "%Y%m%dT%H%M%SZ"))
+        print(f"night {n['log'].stem}: {n['verdict']} in {n['log'].stat().st_mtime - start:.0f} s")
     # no reference yet: every value reported, none gated; the two nights pass
     for n in judged[:2]:
         text = n["log"].read_text()

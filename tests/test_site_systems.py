@@ -58,3 +58,47 @@ def test_reframe_accepts_the_site_system_and_generates_its_layouts(systems_dir, 
     assert proc.returncode == 0, proc.stderr[-2000:]
     for layout in ("intranode", "internode", "8x1", "8x64", "4x32", "1x64"):
         assert f"%placement={layout}" in proc.stdout, proc.stdout[-2000:]
+
+
+#: A site's own ReFrame configuration (the shape of a site's reframe_settings.py): its
+#: systems are taken, its environments replaced by the builds'.
+SITE_CONFIG = '''
+site_configuration = {
+    "systems": [{
+        "name": "daint-like",
+        "descr": "the site's own",
+        "hostnames": ["^login[0-9]+$"],
+        "modules_system": "nomod",
+        "partitions": [
+            {"name": "normal", "scheduler": "slurm", "launcher": "srun",
+             "access": ["-p normal"], "environs": ["PrgEnv-gnu"], "max_jobs": 100},
+            {"name": "mpi", "scheduler": "squeue", "launcher": "mpirun",
+             "access": ["-p mpi"], "environs": ["PrgEnv-gnu"]},
+        ],
+    }],
+    "environments": [{"name": "PrgEnv-gnu", "cc": "cc"}],
+}
+'''
+
+
+@pytest.mark.reframe
+def test_a_sites_own_reframe_configuration_gives_its_systems(systems_dir, tmp_path,
+                                                             monkeypatch, buildset):
+    config = tmp_path / "site_settings.py"
+    config.write_text(SITE_CONFIG)
+    monkeypatch.setenv("MPIMATRIX_REFRAME_CONFIG", str(config))
+    (system,) = site_systems(["openmpi-4_1_4-debian", "mpich-4_0_2-debian"])
+    normal, mpi = system["partitions"]
+    assert system["descr"] == "the site's own" and normal["access"] == ["-p normal"]
+    assert normal["environs"] == mpi["environs"] == ["openmpi-4_1_4-debian",
+                                                     "mpich-4_0_2-debian"]
+    assert normal["max_jobs"] == 100  # the site's own setting stays
+    assert normal["launcher"] == "srun" and mpi["launcher"] == "build-mpiexec"
+    proc, _ = run_reframe(tmp_path, "--system=daint-like:mpi", "-n", "MpiPlacementCheck", "-l",
+                          env={"MPIMATRIX_REFRAME_CONFIG": str(config)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "~daint-like:mpi+openmpi-4_1_4-debian" in proc.stdout, proc.stdout[-2000:]
+    config.write_text("site_configuration = {'environments': []}\n")
+    with pytest.raises(BuildError, match="no `systems` list") as err:
+        site_systems(["e"])
+    assert str(config) in str(err.value) and "MPIMATRIX_REFRAME_CONFIG" in str(err.value)

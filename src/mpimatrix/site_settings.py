@@ -31,6 +31,7 @@ PATH_KEYS = {
     "results": "MPIMATRIX_RESULTS",
     "sources": "MPIMATRIX_SOURCES",
     "systems": "MPIMATRIX_SYSTEMS",
+    "reframe_config": "MPIMATRIX_REFRAME_CONFIG",
 }
 WORD_KEYS = {"spack_site": "MPIMATRIX_SPACK_SITE"}
 LIST_KEYS = ("modulepath",)

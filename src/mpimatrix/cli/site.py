@@ -14,18 +14,16 @@ from ..builds.sources import load_builds
 from ..builds.spack.tool import find_spack
 from ..paths import results_db, results_dir
 from ..run.store_fs import StoreFileSystemError, check_store
-from ..site.systems import load_system, systems_dir
+from ..site.systems import REFRAME_CONFIG_ENV, site_systems, systems_dir
 from ..site_settings import EXAMPLE, apply, current
 
 
 def _systems(host: str) -> list[str]:
     lines, chosen = [], ""
-    folder = systems_dir()
-    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-        system = load_system(path, [])
+    for system in site_systems([]):
         match = any(re.search(h, host) for h in system["hostnames"])
         chosen = chosen or (system["name"] if match else "")
-        lines.append(f"  {path.name}: system {system['name']}, partitions "
+        lines.append(f"  system {system['name']}: partitions "
                      f"{', '.join(p['name'] for p in system['partitions'])}"
                      + (" <- this host" if match and chosen == system["name"] else ""))
     lines.append(f"  on {host} ReFrame selects "
@@ -61,7 +59,8 @@ def cmd_site(args) -> int:
     except StoreFileSystemError as err:
         problems.append(str(err))
     print(f"results (references, reports, local stage): {results_dir()}")
-    print(f"systems ({systems_dir()}):")
+    config = os.environ.get(REFRAME_CONFIG_ENV)
+    print(f"systems ({systems_dir()}" + (f" and {config}" if config else "") + "):")
     try:
         print("\n".join(_systems(socket.gethostname())))
     except BuildError as err:
