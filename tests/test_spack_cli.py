@@ -331,3 +331,21 @@ def test_mpimatrix_in_hints_is_the_name_on_path_or_the_running_one(monkeypatch, 
     assert spack_cli.mpimatrix_cmd() == str(exe)
     monkeypatch.setenv("PATH", str(exe.parent))
     assert spack_cli.mpimatrix_cmd() == "mpimatrix"
+
+
+def test_spack_python_takes_clingo_from_the_kits_wheels_with_no_index(tmp_path, monkeypatch):
+    """The air-gapped path needs nothing from PyPI: `spack get --kit` makes the Python for
+    Spack from the kit's wheels/ (a dead index proves pip never asked one)."""
+    from helpers import offline_kit_or_skip
+
+    wheels = offline_kit_or_skip() / "wheels"
+    if not any(wheels.glob(f"clingo-{spack_tool.CLINGO_VERSION}-*.whl")):
+        pytest.skip(f"the kit's wheels/ has no clingo {spack_tool.CLINGO_VERSION}")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    spack_dir = tmp_path / "spack"
+    spack_dir.mkdir()
+    python = spack_tool.ensure_spack_python(spack_dir, wheels)
+    version = subprocess.run([str(python), "-c", "import clingo; print(clingo.__version__)"],
+                             capture_output=True, text=True)
+    assert version.stdout.strip() == spack_tool.CLINGO_VERSION, version.stderr
+    assert spack_tool.offline_wheels(tmp_path) == []  # no wheels there: PyPI, as before

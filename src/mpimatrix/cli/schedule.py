@@ -61,8 +61,9 @@ def register(sub) -> None:
     s.add_argument("kind", choices=sorted(TEMPLATES))
     s.add_argument("--at", default="02:00", help="time of day, HH:MM (default 02:00)")
     s.add_argument("--every-minute", action="store_true",
-                   help="every minute instead (to try a schedule out; the machine lock "
-                   "makes a night that finds the last one running wait for it)")
+                   help="every minute instead, to try a schedule out (a night that finds "
+                   "the last one running waits for it, or with --no-wait in the nightly's "
+                   "args stops: exit 3)")
     s.add_argument("--partition", default="service",
                    help="scrontab: the partition the nightly's own job runs in (default "
                    "service)")

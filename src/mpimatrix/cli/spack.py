@@ -144,7 +144,8 @@ def cmd_get(args) -> int:
         if head and head != SPACK_COMMIT:
             print(f"  WARNING: {dest} is at {head[:12]}, the pin is {SPACK_COMMIT[:12]}",
                   file=sys.stderr)
-    python = os.environ.get("SPACK_PYTHON") or str(ensure_spack_python(dest))
+    python = os.environ.get("SPACK_PYTHON") or str(
+        ensure_spack_python(dest, kit / "wheels" if kit else None))
     exports = f"export SPACK_ROOT={dest}\nexport SPACK_PYTHON={python}"
     if args.print_env:
         print(exports)

@@ -167,8 +167,9 @@ def kit_git_repo(repo: Path, views: Path) -> Path:
     return view
 
 
-def ensure_spack_python(spack_dir: Path) -> Path:
-    """The Python for Spack (a venv with clingo from PyPI beside Spack); made once."""
+def ensure_spack_python(spack_dir: Path, wheels: Path | None = None) -> Path:
+    """The Python for Spack (a venv with clingo beside Spack); made once. Clingo comes from
+    `wheels` (an offline kit's wheels/: no index) when that folder holds it, else PyPI."""
     venv = spack_python_dir(spack_dir)
     python = venv / "bin" / "python"
     probe = [str(python), "-c", f"import clingo; assert clingo.__version__ == '{CLINGO_VERSION}'"]
@@ -176,13 +177,20 @@ def ensure_spack_python(spack_dir: Path) -> Path:
         return python
     for cmd in ([sys.executable, "-m", "venv", str(venv)],
                 [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                 f"clingo=={CLINGO_VERSION}"]):
+                 *offline_wheels(wheels), f"clingo=={CLINGO_VERSION}"]):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"mpimatrix: `{' '.join(cmd)}` failed: "
                              f"{proc.stderr.strip()[-400:]}\nSpack needs a Python with "
                              f"clingo ({CLINGO_VERSION} verified): set SPACK_PYTHON to one.")
     return python
+
+
+def offline_wheels(wheels: Path | None) -> list[str]:
+    """pip's options to install clingo from a kit's wheels/ alone ([] without one)."""
+    if wheels is None or not any(wheels.glob(f"clingo-{CLINGO_VERSION}-*.whl")):
+        return []
+    return ["--no-index", "--find-links", str(wheels)]
 
 
 def git_head(path: Path) -> str:
