@@ -28,8 +28,7 @@ ESTIMATE_FROM = 7
 def planned_cases(mode: str, reframe_args: list[str]) -> tuple[list[dict], str]:
     """The test cases ReFrame concretizes for the mode (no fixtures), and its output."""
     cmd = reframe_cmd("--mode", mode, "-l", "C", *reframe_args)
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          cwd=os.environ.get("HOME") or "/")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     cases = []
     for line in proc.stdout.splitlines():
         m = CASE.match(line)
