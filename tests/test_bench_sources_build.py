@@ -80,7 +80,7 @@ def test_a_second_build_call_reuses_the_install(cache, kit):
     record = root / "imb" / debian.name / "install" / "mpimatrix-imb.json"
     before = record.read_text()
     proc = subprocess.run([MPIMATRIX, "bench-build", "--suite", "imb", "--build", debian.name,
-                           "--source", str(kit)], capture_output=True, text=True,
+                           "--source", str(kit / KIT_IMB)], capture_output=True, text=True,
                           timeout=300, env={**os.environ, "MPIMATRIX_CACHE": str(root)})
     assert proc.returncode == 0 and "is built already" in proc.stdout, proc.stdout + proc.stderr
     assert record.read_text() == before

@@ -55,7 +55,8 @@ def night(tmp_path):
         (tmp_path / "site.yaml").write_text(
             (f"builds: {builds}\n" if builds else "") +
             "nightly:\n  mode: quick\n"
-            "  args: [--only, impi, --no-confirm, --, -n, MpiPlacementCheck]\n"
+            "  args: [--only, impi, --no-confirm, --, -n, "
+            "'MpiPlacementCheck|intranode%benchmark=MPI1:PingPong$']\n"
             "  report_name: tonight\n  mail_to: [hpc-perf@example.org]\n"
             f"  hook: 'echo $MPIMATRIX_NIGHTLY_VERDICT $MPIMATRIX_NIGHTLY_EXIT > "
             f"{tmp_path}/hook.env; cat > {tmp_path}/hook.txt'\n")
@@ -74,7 +75,7 @@ def test_a_green_night_runs_judges_reports_mails_and_calls_the_hook(night, tmp_p
     assert record["verdict"] == "GREEN" and record["exit"] == 0
     assert record["steps"] == {"run": 0, "changes": 0, "report": 0}
     log = Path(record["log"]).read_text()
-    for step in (" run --mode quick --only impi --no-confirm -- -n MpiPlacementCheck",
+    for step in (" run --mode quick --only impi --no-confirm -- -n 'MpiPlacementCheck|",
                  " changes", " report --html --since 14d --name tonight"):
         assert step in log
     assert log.splitlines()[-1] == proc.stdout.splitlines()[-1] == \
@@ -112,6 +113,6 @@ def test_a_dry_run_prints_the_night(night, tmp_path):
     lines = proc.stdout.splitlines()
     assert lines[0] == f"site settings: {tmp_path / 'site.yaml'}"
     assert lines[1].endswith("mpimatrix run --mode quick --only impi --no-confirm -- -n "
-                             "MpiPlacementCheck")
+                             "'MpiPlacementCheck|intranode%benchmark=MPI1:PingPong$'")
     assert "mailed to hpc-perf@example.org, then hook: echo" in lines[-1]
     assert not (tmp_path / "results" / "nightly").exists()
