@@ -28,20 +28,24 @@ import time
 
 from ..atomic import atomic_write
 from ..paths import reports_dir, results_dir
+from ..run.lock import IN_USE
+from ..run.session import BAD_INPUT, DISTURBED, FAILED, NOT_RUN, OK
 from ..site_settings import Nightly, current
 from ..validation.command import MPIMATRIX
 
-GREEN, FAILED, BAD_INPUT, NOT_RUN, MACHINE, NOT_DELIVERED = 0, 1, 2, 3, 4, 5
+#: The night's own exit code beyond the run's: judged, but not delivered.
+NOT_DELIVERED = 5
 #: The run's exit code -> the night's verdict (rc 1 is told apart by its lines).
-RUN_VERDICTS = {0: "GREEN", 2: "BAD INPUT", 3: "NOT RUN", 4: "MACHINE"}
+RUN_VERDICTS = {OK: "GREEN", BAD_INPUT: "BAD INPUT", NOT_RUN: "NOT RUN", DISTURBED: "MACHINE"}
 
 
-def steps(n: Nightly) -> list[tuple[str, list[str]]]:
-    return [
-        ("run", ["run", "--mode", n.mode, *n.args]),
-        ("changes", ["changes"]),
-        ("report", ["report", "--html", "--since", n.report_since, "--name", n.report_name]),
-    ]
+def steps(n: Nightly) -> dict[str, list[str]]:
+    """The night's commands (mpimatrix's arguments), in order."""
+    return {
+        "run": ["run", "--mode", n.mode, *n.args],
+        "changes": ["changes"],
+        "report": ["report", "--html", "--since", n.report_since, "--name", n.report_name],
+    }
 
 
 def tee(argv: list[str], log) -> tuple[int, list[str]]:
@@ -70,7 +74,7 @@ def verdict(run_rc: int, run_lines: list[str], changes_rc: int) -> tuple[str, in
     if run_rc == FAILED:
         regressed = any(line.startswith("REGRESSION") for line in run_lines)
         return ("REGRESSION" if regressed else "FAILED"), FAILED
-    if run_rc == GREEN and changes_rc == 1:
+    if run_rc == OK and changes_rc == 1:
         return "NEW STEP", FAILED
     if run_rc in RUN_VERDICTS:
         return RUN_VERDICTS[run_rc], run_rc
@@ -117,26 +121,26 @@ def cmd_nightly(args) -> int:
     plan = steps(n)
     if args.dry_run:
         print(f"site settings: {settings.path or 'none (site_config/site.yaml absent)'}")
-        for _, argv in plan:
+        for argv in plan.values():
             print(shlex.join([exe, *argv]))
         print(f"summary: {reports_dir() / (n.report_name + '.md')}"
               + (f" mailed to {', '.join(n.mail_to)}" if n.mail_to else "")
               + (f", then hook: {n.hook}" if n.hook else ""))
-        return GREEN
+        return OK
     logs = results_dir() / "nightly"
     logs.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     log_path = logs / f"{stamp}.log"
     codes: dict[str, int] = {}
     with open(log_path, "w") as log:
-        run_rc, run_lines = tee([exe, *plan[0][1]], log)
+        run_rc, run_lines = tee([exe, *plan["run"]], log)
         codes["run"] = run_rc
         if run_rc >= 128 or run_rc in (BAD_INPUT, NOT_RUN):
             # stopped, refused, or the store busy with another night: nothing new to report
             word, code = verdict(run_rc, run_lines, 0)
         else:
-            codes["changes"], _ = tee([exe, *plan[1][1]], log)
-            codes["report"], _ = tee([exe, *plan[2][1]], log)
+            for step in ("changes", "report"):
+                codes[step], _ = tee([exe, *plan[step]], log)
             word, code = verdict(run_rc, run_lines, codes["changes"])
         summary_path = reports_dir() / f"{n.report_name}.md"
         html = reports_dir() / f"{n.report_name}.html"
@@ -148,7 +152,7 @@ def cmd_nightly(args) -> int:
         env = {"MPIMATRIX_NIGHTLY_EXIT": str(code), "MPIMATRIX_NIGHTLY_VERDICT": word,
                "MPIMATRIX_NIGHTLY_REPORT": str(html), "MPIMATRIX_NIGHTLY_LOG": str(log_path)}
         # a night that found the last one still running says so in its log alone
-        busy = run_rc == NOT_RUN and any("is in use by" in line for line in run_lines)
+        busy = run_rc == NOT_RUN and any(IN_USE in line for line in run_lines)
         problems = deliver(n, body, env, log) if run_rc < 128 and not busy else []
         if codes.get("report", 0) != 0:
             problems.insert(0, f"the report failed (exit {codes['report']}); see {log_path}")
@@ -156,7 +160,7 @@ def cmd_nightly(args) -> int:
             line = f"mpimatrix nightly: {p}"
             print(line, file=sys.stderr)
             log.write(line + "\n")
-        if problems and code == GREEN:
+        if problems and code == OK:
             code = NOT_DELIVERED
         line = f"mpimatrix nightly: {word} (exit {code}); log {log_path}"
         print(line, flush=True)

@@ -43,6 +43,11 @@ MACHINE_LOCK_ENV = "MPIMATRIX_MACHINE_LOCK"
 DEFAULT_MACHINE_LOCK = "/tmp/mpimatrix-performance.lock"
 
 
+#: What a busy store's or machine's message says (`mpimatrix nightly` tells a night that
+#: found the last one running by it).
+IN_USE = "is in use by"
+
+
 class StoreBusy(Exception):
     pass
 
@@ -128,9 +133,9 @@ def exclusive(path: Path, what: str, wait: bool = True, variable: str = "",
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "another run"
             if not wait:
-                raise StoreBusy(f"{what} is in use by {holder} (lock {path}); wait for it, "
+                raise StoreBusy(f"{what} {IN_USE} {holder} (lock {path}); wait for it, "
                                 "or run elsewhere") from None
-            print(f"mpimatrix: {what} is in use by {holder}; waiting for it to end",
+            print(f"mpimatrix: {what} {IN_USE} {holder}; waiting for it to end",
                   file=sys.stderr, flush=True)
             fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:
