@@ -128,13 +128,16 @@ def _night(uuid: str, start: float, confirms: str = "") -> dict:
 
 def test_the_nights_before_skip_disturbed_sessions_and_carry_their_confirmations(
         tmp_path, monkeypatch):
-    """What `mpimatrix run` looks back at: the stored sessions newest first, without the
-    one a meter marked disturbed, each with its own confirmation."""
+    """What `mpimatrix run` looks back at: the stored sessions newest first, each with its
+    own confirmation; the gate's choice (night.earlier_nights) leaves out the one a meter
+    marked disturbed, the night itself and the nights after it."""
     from stored_db import store
 
     from mpimatrix.paths import results_db
+    from mpimatrix.results.night import earlier_nights
     from mpimatrix.run.nights import (
         confirmations_of,
+        disturbed_uuids,
         earlier_sessions,
         load_record_path,
         previous_nights,
@@ -149,8 +152,16 @@ def test_the_nights_before_skip_disturbed_sessions_and_carry_their_confirmations
     store(results_db(), nights)
     load_record_path().parent.mkdir(parents=True, exist_ok=True)
     load_record_path().write_text(json.dumps({"u2": {"disturbed": True}}))
-    got = [(s.uuid, [c.uuid for c in confs]) for s, confs in previous_nights()]
-    assert got == [("u3", ["c3"]), ("u1", ["c1"])]
+    stored = [(s.uuid, [c.uuid for c in confs]) for s, confs in previous_nights()]
+    assert stored == [("u3", ["c3"]), ("u2", ["c2"]), ("u1", ["c1"])]
+    assert disturbed_uuids() == {"u2"}
+    tonight = load(_night("u4", now))
+    counted = earlier_nights(tonight, previous_nights(), disturbed_uuids())
+    assert [(s.uuid, [c.uuid for c in confs]) for s, confs in counted] == [
+        ("u3", ["c3"]), ("u1", ["c1"])]
+    night3 = next(s for s in earlier_sessions() if s.uuid == "u3")
+    twice = [*previous_nights(), *previous_nights()]  # the report's own and the store's
+    assert [s.uuid for s, _ in earlier_nights(night3, twice)] == ["u2", "u1"]
     # `mpimatrix report --session u2` pools in u2's confirmation, found the same way
     night2 = next(s for s in earlier_sessions() if s.uuid == "u2")
     assert [c.uuid for c in confirmations_of([night2])] == ["c2"]
@@ -179,7 +190,7 @@ def test_the_report_lists_a_value_on_watch():
                 "confirms": night["session_info"]["uuid"],
                 "time_start_unix": night["session_info"]["time_start_unix"] + 1}
         sessions += [night] + ([conf] if conf else [])
-    rep = make_report(sessions, references=blessed.refs, statistics=blessed.stats,
+    rep = make_report(sessions, references=ReferenceSet(blessed.refs, blessed.stats),
                       name="watch")
     assert not rep.context["regressions"]
     [row] = rep.context["watch"]

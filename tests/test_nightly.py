@@ -25,6 +25,15 @@ MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
      ("REGRESSION", 1)),
     (1, ["FAILED ImbCheck ..."], 0, ("FAILED", 1)),
     (4, ["HOST local:default: every build +14% at once"], 1, ("MACHINE", 4)),
+    # the run's own verdict line, where it printed one
+    (0, ["VERDICT: WATCH: no regression: all 42 test case(s) passed; 1 value(s) on watch "
+         "(exit 0)"], 0, ("WATCH", 0)),
+    (4, ["VERDICT: HOST: no regression; the machine ran slow on every build at once: run "
+         "again on a quiet machine (exit 4)"], 0, ("HOST", 4)),
+    (1, ["REGRESSION mpich-4.0.2-debian (the whole build, local:default): +8%",
+         "VERDICT: XPASS: 1 expected failure(s) passed (exit 1)"], 0, ("XPASS", 1)),
+    (4, ["VERDICT: DISTURBED: 2 performance regression(s) on a night other programs "
+         "disturbed: not judged, run again on a quiet machine (exit 4)"], 0, ("DISTURBED", 4)),
     (2, [], 0, ("BAD INPUT", 2)),
     (3, ["mpimatrix: the results store /x is in use by mpimatrix run pid 7"], 0,
      ("NOT RUN", 3)),

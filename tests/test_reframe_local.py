@@ -9,8 +9,9 @@ import yaml
 from helpers import CONFIG, REFRAME, passed_cases, report_cases, run_reframe
 
 from mpimatrix.builds.record import dump_builds
-from mpimatrix.results import summary
 from mpimatrix.results.measurements import load
+from mpimatrix.results.night import judge_night
+from mpimatrix.results.reference_set import NO_REFERENCES
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -95,7 +96,7 @@ def test_tight_references_fail_with_a_clear_message(buildset, quick_run, results
     assert "MPI1:PingPong" in proc.stdout and f"+{failing[0]['environ']}" in proc.stdout
     # and the summary names build, benchmark, placement, size, samples, reference and
     # tolerance in one line (without confirmation: one sample)
-    lines = summary.regressions(load(tight))
+    lines = judge_night(load(tight), [], NO_REFERENCES).judgement.regressions
     tc = failing[0]
     ref = refs["ImbCheck"]["local:default"][tc["environ"]]["MPI1:PingPong@intranode"]
     want = f"REGRESSION {tc['build_name']} Imb MPI1:PingPong intranode latency at 8 B: +"

@@ -18,9 +18,9 @@ from mpimatrix.results import gate
 from mpimatrix.results.history import series_of
 from mpimatrix.results.host import value_class
 from mpimatrix.results.measurements import load as session_view
+from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.report import ChangePoint, load, make_report
 from mpimatrix.results.report.compare import choose_baseline
-from mpimatrix.results.report.front import verdict_line
 from mpimatrix.results.report.gate_view import history_change_points
 from mpimatrix.results.report.repetitions import crossovers, curves, ratios
 from mpimatrix.results.sessions import SessionError
@@ -55,7 +55,7 @@ def derived(compare):
 
 @pytest.fixture(scope="module")
 def nightly_report(nightly, refs):
-    return make_report(nightly, references=refs)
+    return make_report(nightly, references=ReferenceSet(refs))
 
 
 @pytest.fixture(scope="module")
@@ -182,7 +182,7 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
 def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
     loaded = fixture("compare-local-5builds-loaded")
     refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
-    rep = make_report([loaded], references=refs)
+    rep = make_report([loaded], references=ReferenceSet(refs))
     gated = {(v.environ, v.var, v.check, v.placement): v.status
              for v in judged(loaded, [], None).verdicts}
     want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
@@ -228,7 +228,7 @@ def test_values_not_gated_and_why_come_from_statistics(nightly, refs, nightly_re
     not_gated = sum(1 for p in stats["ImbCheck"].values() for e in p.values()
                     for k in e.values() for v in k.values() if not v["gated"])
     assert not_gated > 0
-    rep = make_report(nightly, references=refs, statistics=stats)
+    rep = make_report(nightly, references=ReferenceSet(refs, stats))
     rows = rep.context["not_gated"]
     assert len(rows) == not_gated
     assert all(r["reason"].startswith("spread ") for r in rows)
@@ -242,7 +242,7 @@ def test_the_detection_floor_of_every_gated_value_is_shown(nightly, refs, nightl
     from mpimatrix.results import floors
 
     stats = gate_statistics(refs, nightly[:2])
-    rep = make_report(nightly, references=refs, statistics=stats)
+    rep = make_report(nightly, references=ReferenceSet(refs, stats))
     expected = floors.value_floors(stats)
     rows = rep.context["floor_values"]
     assert [(r["environ"], r["ref_key"], r["var"], r["floor"]) for r in rows] == [
@@ -262,15 +262,13 @@ def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nig
     """Small-message times 4.6x slower on every build at once: "The machine" lists the
     HOST line naming the class, and no value is a regression it was not without it."""
     slowed = slow_class(json.loads(json.dumps(nightly[-1])), 4.6)
-    rep = make_report([*nightly[:-1], slowed], references=refs)
+    rep = make_report([*nightly[:-1], slowed], references=ReferenceSet(refs))
     assert len(rep.context["machine"]) == 1
     line = rep.context["machine"][0]
     assert line.startswith("HOST local:default:") and "small-message times +3" in line, line
     assert "<h3>The machine</h3>" in rep.html and html.escape(line) in rep.html
-    # a night with nothing else wrong is a warning, not a green one
-    assert verdict_line([], [], 42, 0, machine=True)[0] == "warn"
-    assert "(HOST)" in verdict_line([], [], 42, 0, machine=True)[1]
-    assert verdict_line([], [], 42)[0] == "good"
+    # a night with nothing else wrong is a warning, not a green one (test_night_verdict:
+    # the HOST night's headline and exit code)
 
     def named(report) -> set:
         """Values named alone and whole builds (a value named with its build is judged
@@ -293,8 +291,8 @@ def test_a_night_every_build_ran_faster_says_what_step_it_hides(nightly, refs):
             for pv in (tc.get("perfvalues") or {}).values():
                 if pv[0] is not None and pv[4] != "%":
                     pv[0] = pv[0] * 1.3 if pv[4] == "MB/s" else pv[0] / 1.3
-    rep = make_report([*nightly[:-1], night], references=refs,
-                      statistics=gate_statistics(refs, nightly[:2]))
+    rep = make_report([*nightly[:-1], night],
+                      references=ReferenceSet(refs, gate_statistics(refs, nightly[:2])))
     [line] = rep.context["floor_fast"]
     assert line.startswith("host local:default: every build -2") and "bless again" in line
     assert "a step of up to 3" in line or "a step of up to 2" in line, line
@@ -307,7 +305,7 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     cp = {"partition": "local:default", "environ": target["environ"],
           "ref_key": target["ref_key"], "var": "latency_8B",
           "session": nightly[2]["session_info"]["uuid"], "before": 1.0, "after": 2.0}
-    rep = make_report(nightly, references=refs, change_points=[cp], max_trends=6)
+    rep = make_report(nightly, references=ReferenceSet(refs), change_points=[cp], max_trends=6)
     ctx = rep.context
     assert ctx["trend_gated"] and 0 < len(ctx["trend_plots"]) <= 6
     # the values of the sessions before the blessing count too
@@ -317,7 +315,7 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     assert got.cause == "no lock or build change between the sessions"
     assert ctx["trend_rows"][0]["changes"] == 1  # the series with a change point leads
     assert "trend-imb-mpi1-pingpong-intranode-latency-8b" in rep.html
-    single = make_report(nightly[-1:], references=refs)
+    single = make_report(nightly[-1:], references=ReferenceSet(refs))
     assert single.context["trend_plots"] == [] and "a trend needs two or more" in single.html
 
 
@@ -431,7 +429,9 @@ def test_failed_test_cases_say_how_often_and_why():
     for r in rows:
         assert r["attempts"] == 3 and r["phase"] == "sanity" and r["reason"]
         assert f"{r['failed']} of 3" in rep.html
-    assert rep.context["verdict"]["cls"] == "warn"
+    # as `mpimatrix run` exits (1) for that night
+    assert rep.context["verdict"]["cls"] == "bad"
+    assert rep.context["verdict"]["text"].startswith(f"FAILED: {len(want)} failed test case")
     imb = {b["imb"] for b in rep.context["builds"] if b["imb"]}
     assert imb == {"2021.11 (impi-2021.18.1-pypi wheel)"}
 
@@ -458,7 +458,7 @@ def test_change_points_come_from_the_history_by_default(nightly, refs):
     found = history_change_points(series_of([session_view(s) for s in nightly]))  # the five
     uuids = {s["session_info"]["uuid"] for s in nightly}
     assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
-    rep = make_report(nightly, references=refs, max_trends=3)
+    rep = make_report(nightly, references=ReferenceSet(refs), max_trends=3)
     assert len(rep.context["change_points"]) == len(found)
 
 

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from helpers import FIXTURES, ROOT
 
+from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.report import make_report, write
 from mpimatrix.results.report.screenshot import CHROMIUM_FLAGS, chromium
 from mpimatrix.validation.derived_session import derive, prices
@@ -64,7 +65,7 @@ def unpack(name: str) -> dict:
 def nightly():
     refs = yaml.safe_load((FIXTURES / "reports" / "local-references.yaml").read_text())
     return make_report([unpack(f"quick-local-{i}") for i in range(1, 6)], name="nightly",
-                       references=refs)
+                       references=ReferenceSet(refs))
 
 
 def derived():

@@ -21,7 +21,8 @@ def _case(name: str, result: str = "pass", fixture: bool = False) -> dict:
 
 
 def _last_line(session: dict) -> str:
-    return summary.format_table(load(session)).splitlines()[-1]
+    """The count line (the one before the night's VERDICT line)."""
+    return summary.format_table(load(session)).splitlines()[-2]
 
 
 def test_fixtures_reframe_counts_are_named_apart():
@@ -52,18 +53,22 @@ def test_a_recorded_session_adds_up_to_reframes_count():
 
 
 def test_a_skipped_case_is_no_failure_of_the_night_and_an_unexpected_pass_is():
-    """`mpimatrix run` exits 1 for a test case that failed other than by its references,
-    and, as ReFrame counts it, for a known fault that passed (xpass); a test case ReFrame
-    skipped (no build to run it on) is no failure."""
-    from mpimatrix.run.session import sanity_failures
+    """The night FAILED (`mpimatrix run` exits 1) for a test case that failed other than
+    by its references, XPASS (exit 1 too) for a known fault that passed, as ReFrame
+    counts it; a test case ReFrame skipped (no build to run it on) is no failure, nor is
+    one that failed only its references (the gate judges that)."""
+    from mpimatrix.results.night import judge_night
+    from mpimatrix.results.reference_set import NO_REFERENCES
 
-    def failures(*results: str) -> list[str]:
-        session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
-            _case(f"Check{i}", r) for i, r in enumerate(results)]}]}
-        return [c.name for c in sanity_failures(load(session))]
+    def verdict(*results: str) -> tuple[str, int, int, int]:
+        session = load({"session_info": {"uuid": "u"}, "runs": [{"testcases": [
+            _case(f"Check{i}", r) for i, r in enumerate(results)]}]})
+        v = judge_night(session, [], NO_REFERENCES).verdict
+        return str(v.verdict), v.exit_code, v.counts.failed, v.counts.xpassed
 
-    assert failures("pass", "skip", "xfail") == []
-    assert failures("pass", "xpass", "fail", "skip") == ["Check1", "Check2"]
+    assert verdict("pass", "skip", "xfail") == ("GREEN", 0, 0, 0)
+    assert verdict("pass", "xpass", "skip") == ("XPASS", 1, 0, 1)
+    assert verdict("pass", "xpass", "fail", "skip") == ("FAILED", 1, 1, 1)
     perf = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
         {**_case("Slow"), "result": "fail", "fail_phase": "performance"}]}]}
-    assert sanity_failures(load(perf)) == []
+    assert judge_night(load(perf), [], NO_REFERENCES).verdict.counts.failed == 0

@@ -29,14 +29,14 @@ import time
 from ..atomic import atomic_write
 from ..paths import reports_dir, results_dir
 from ..run.lock import IN_USE
-from ..run.session import BAD_INPUT, DISTURBED, FAILED, NOT_RUN, OK
+from ..results.night_verdict import BAD_INPUT, FAILED, MACHINE, NOT_RUN, OK, VERDICT_LINE
 from ..site_settings import Nightly, current
 from ..validation.command import MPIMATRIX
 
 #: The night's own exit code beyond the run's: judged, but not delivered.
 NOT_DELIVERED = 5
-#: The run's exit code -> the night's verdict (rc 1 is told apart by its lines).
-RUN_VERDICTS = {OK: "GREEN", BAD_INPUT: "BAD INPUT", NOT_RUN: "NOT RUN", DISTURBED: "MACHINE"}
+#: The run's exit code -> the night's verdict, where the run printed none.
+RUN_VERDICTS = {OK: "GREEN", BAD_INPUT: "BAD INPUT", NOT_RUN: "NOT RUN", MACHINE: "MACHINE"}
 
 
 def steps(n: Nightly) -> dict[str, list[str]]:
@@ -68,14 +68,20 @@ def tee(argv: list[str], log) -> tuple[int, list[str]]:
 
 
 def verdict(run_rc: int, run_lines: list[str], changes_rc: int) -> tuple[str, int]:
-    """The night's verdict and exit code from what the run and `changes` said."""
+    """The night's verdict and exit code: the run's own (its `VERDICT:` line: GREEN,
+    WATCH, REGRESSION, FAILED, XPASS, HOST, DISTURBED), NEW STEP where a green run's
+    `changes` found a step for the worse, else what the run's exit code says."""
     if run_rc >= 128:
         return f"INTERRUPTED (signal {run_rc - 128})", run_rc
+    said = next((ln.split()[1].rstrip(":") for ln in reversed(run_lines)
+                 if ln.startswith(VERDICT_LINE) and len(ln.split()) > 1), "")
+    if run_rc == OK and changes_rc == 1:
+        return "NEW STEP", FAILED
+    if said and run_rc in (OK, FAILED, MACHINE):
+        return said, run_rc
     if run_rc == FAILED:
         regressed = any(line.startswith("REGRESSION") for line in run_lines)
         return ("REGRESSION" if regressed else "FAILED"), FAILED
-    if run_rc == OK and changes_rc == 1:
-        return "NEW STEP", FAILED
     if run_rc in RUN_VERDICTS:
         return RUN_VERDICTS[run_rc], run_rc
     return f"FAILED (run exit {run_rc})", FAILED

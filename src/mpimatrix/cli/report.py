@@ -16,7 +16,14 @@ from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
 from ..run import session_index
-from ..run.nights import earlier_sessions, previous_nights, with_their_confirmations
+from ..run.nights import (
+    confirmations_of,
+    disturbed_uuids,
+    judge_stored,
+    previous_nights,
+    system_of,
+    with_their_confirmations,
+)
 from ..run.report_sessions import ReportSessions, report_sessions
 from ..site.systems import partition_prices
 from .outputs import output_dir, output_name, write_failed
@@ -28,8 +35,11 @@ def cmd_report(args) -> int:
         name = output_name(args.name) if args.name is not None else None
         out = output_dir(args.output_dir)
     if not args.html:
-        for s in sessions_from_args(args):
-            print(summary.format_table(load_session(s), width=args.width))
+        for raw in sessions_from_args(args):
+            session = load_session(raw)
+            refset = references_of(args, system_of(session))
+            night = judge_stored(session, confirmations_of([session]), refset)
+            print(summary.format_table(session, night, width=args.width))
         return 0
     picked = stored_picked(args)
     sessions = [load_session(s) for s in
@@ -37,20 +47,17 @@ def cmd_report(args) -> int:
     sessions = with_their_confirmations(sessions)
     older = picked.older if picked else []
     data = load(sessions, older=older)  # one system, or a clear message
-    ref_file = Path(args.references) if args.references else \
-        references_dir() / f"{data.system}.yaml"
+    refset = references_of(args, data.system)
     try:
-        refset = ReferenceSet.load(ref_file)
         prices = {**partition_prices(), **(read_prices(args.prices) if args.prices else {})}
-    except (ReferenceFileError, PriceError) as err:
+    except PriceError as err:
         raise SessionError(str(err)) from None
     name = name or output_name(default_name(data), "the report name")
-    rep = make_report(sessions, name=name, references=refset.refs, statistics=refset.stats,
-                      prices=prices,
+    rep = make_report(sessions, name=name, references=refset, prices=prices,
                       baseline=args.baseline, max_trends=args.max_trends,
                       max_heatmaps=args.max_heatmaps,
-                      earlier=earlier_sessions(before=data.current.start),
                       earlier_nights=previous_nights(before=data.current.start),
+                      disturbed=disturbed_uuids(),
                       series=picked.series if picked else stored_history(data.sessions),
                       older=older)
     try:
@@ -67,6 +74,17 @@ def cmd_report(args) -> int:
             print(f"mpimatrix report: {err}", file=sys.stderr)
             return 2
     return 0
+
+
+def references_of(args, system: str) -> ReferenceSet:
+    """The system's references with the policy bless recorded (`--references` names
+    another file), as `mpimatrix run` judges with them."""
+    ref_file = (Path(args.references) if args.references
+                else references_dir() / f"{system}.yaml")
+    try:
+        return ReferenceSet.load(ref_file)
+    except ReferenceFileError as err:
+        raise SessionError(str(err)) from None
 
 
 def stored_picked(args) -> ReportSessions | None:

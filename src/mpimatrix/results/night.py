@@ -6,12 +6,13 @@ validation (`mpimatrix validate`) all call `judge_night`; nothing else composes 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from . import gate, watch
 from .changed_since import ChangedSince, changed_since
 from .measurements import Case, Session
+from .night_verdict import NightVerdict, night_verdict
 from .reference_set import ReferenceSet
 
 
@@ -23,6 +24,8 @@ class Night:
     judgement: gate.Judgement
     #: the same without the watch rule: every value alone outside is a REGRESSION
     alone: gate.Judgement
+    #: the night's one verdict (exit code, headlines, text table)
+    verdict: NightVerdict
     #: per regressed build, its last good session and what changed since
     changed: list[ChangedSince] = field(default_factory=list)
 
@@ -78,15 +81,50 @@ def _close(x: float, threshold: float, spread: float, spreads: float) -> bool:
 
 
 def judge_night(session: Session, confirmations: list[Session], references: ReferenceSet,
-                earlier: Iterable[watch.Night] = (),
-                earlier_sessions: Iterable[Session] | None = None) -> Night:
-    """The night's judgement. `earlier`: the stored nights before it with their
-    confirmations, newest first, for the watch rule (each judged against `references`);
-    `earlier_sessions`: stored sessions, newest first, where a regressed build's last
-    good session is looked for (None: not looked for)."""
+                earlier: Iterable[watch.Night] = (), *,
+                disturbed: Collection[str] = frozenset(),
+                what_changed: bool = False) -> Night:
+    """The night's judgement and its one verdict. `earlier`: stored nights (a session
+    and its confirmations), newest first, read only as far as needed; the nights that
+    count are chosen here, the same for every caller (earlier_nights). `disturbed`: the
+    UUIDs of sessions other programs disturbed (the machine-load record): such a night
+    is no earlier night, and this one, if it or a confirmation is among them, is judged
+    DISTURBED where it regressed. `what_changed`: look for what changed since a
+    regressed build last passed (its software), among the same earlier nights."""
+    counted = _Counted(earlier_nights(session, earlier, disturbed))
     alone = gate.judge(session, confirmations, references)
-    judged = watch.apply(session, alone, earlier, references)
+    judged = watch.apply(session, alone, counted, references)
     changed = []
-    if judged.regressions and earlier_sessions is not None:
-        changed = changed_since(session, judged, earlier_sessions, references)
-    return Night(session, list(confirmations), judged, alone, changed)
+    if judged.regressions and what_changed:
+        changed = changed_since(session, judged, (s for s, _ in counted), references)
+    spoiled = any(s.uuid in disturbed for s in (session, *confirmations))
+    return Night(session, list(confirmations), judged, alone,
+                 night_verdict(session, judged, spoiled), changed)
+
+
+def earlier_nights(session: Session, candidates: Iterable[watch.Night],
+                   disturbed: Collection[str] = frozenset()) -> Iterator[watch.Night]:
+    """The nights before `session` that count, newest first: sessions (not
+    confirmations) started before it, each once, none other programs disturbed. (The
+    watch rule also passes over nights the machine ran slow: watch.outside_before.)"""
+    seen = {session.uuid}
+    for prev, confs in candidates:
+        if (prev.uuid in seen or prev.confirms or prev.start >= session.start
+                or prev.uuid in disturbed):
+            continue
+        seen.add(prev.uuid)
+        yield prev, list(confs)
+
+
+class _Counted:
+    """An iterator of earlier nights read once and replayed to each reader (the watch
+    rule, then what changed), so a store is read only as far as the furthest reader."""
+
+    def __init__(self, source: Iterator[watch.Night]):
+        self._source, self._read = source, []
+
+    def __iter__(self) -> Iterator[watch.Night]:
+        yield from self._read
+        for night in self._source:
+            self._read.append(night)
+            yield night

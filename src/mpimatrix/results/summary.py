@@ -4,8 +4,10 @@ one line per performance value outside its reference."""
 from __future__ import annotations
 
 from .changed_since import ChangedSince
-from .gate import NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict, judge
+from .gate import NO_REFERENCE, NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict
 from .measurements import Case, Session
+from .night import Night, judge_night
+from .reference_set import NO_REFERENCES
 
 
 def fmt_value(v) -> str:
@@ -71,12 +73,6 @@ def rows(session: Session, results: list[ValueVerdict] | None = None
     return out
 
 
-def regressions(session: Session, judged: Judgement | None = None) -> list[str]:
-    """One line per confirmed regression, naming everything (samples, reference,
-    tolerance, change): whole builds first, then single values."""
-    return (judge(session) if judged is None else judged).regressions
-
-
 def gate_lines(results: list[ValueVerdict]) -> list[str]:
     """What the gate decided beyond the regressions: noise it cleared, values not gated."""
     out = []
@@ -133,12 +129,13 @@ def fixtures_text(session: Session) -> str:
             f"{len(session.cases) + n} in all)")
 
 
-def format_table(session: Session, judged: Judgement | None = None,
-                 width: int = 200, changed: list[ChangedSince] | None = None) -> str:
+def format_table(session: Session, night: Night | None = None, width: int = 200) -> str:
     """One line per test case, cut at `width` characters, except a failure's: its
-    reason names the cause; after each build's REGRESSION lines, what changed
-    (`changed`)."""
-    judged = judge(session) if judged is None else judged
+    reason names the cause; after each build's REGRESSION lines, what changed since it
+    last passed; last, the night's verdict (the exit code's). Without `night`: the
+    session judged alone against the references it ran with."""
+    night = judge_night(session, [], NO_REFERENCES) if night is None else night
+    judged = night.judgement
     results = judged.verdicts
     data = rows(session, results)
     n = len(HEADER) - 1
@@ -147,17 +144,18 @@ def format_table(session: Session, judged: Judgement | None = None,
     for r in [HEADER, *data]:
         line = "  ".join(c.ljust(w) for c, w in zip(r[:n], widths, strict=False)) + "  " + r[n]
         lines.append(line if r[RESULT] in WITH_REASON else line[:width])
-    extra = [*regression_lines(judged, changed), *judged.watched, *gate_lines(results),
+    extra = [*regression_lines(judged, night.changed), *judged.watched, *gate_lines(results),
              *host_lines(judged)]
     if extra:
         lines.append("")
         lines += extra
-    f = sum(r[RESULT] not in ("pass", "xfail", NOISE, WATCH, REGRESSION) for r in data)
+    failed = sum(c.failed_in_sanity or c.result == "xpass" for c in session.cases)
     known = sum(r[RESULT] == "xfail" for r in data)
-    gated = sum(v.status not in (NOT_GATED, "no reference") for v in results)
+    gated = sum(v.status not in (NOT_GATED, NO_REFERENCE) for v in results)
     lines.append("")
-    lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {f} failed, {known} "
+    lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {failed} failed, {known} "
                  f"known fault(s) (expected failures); {len(results)} performance "
                  f"value(s), {gated} gated, {len(judged.regressions)} "
                  f"regression(s), {len(judged.watched)} on watch; session {session.uuid}")
+    lines.append(night.verdict.line())
     return "\n".join(lines)

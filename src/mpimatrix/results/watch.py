@@ -32,9 +32,9 @@ Night = tuple[Session, list[Session]]
 def apply(session: Session, judged: Judgement, earlier: Iterable[Night],
           references: ReferenceSet) -> Judgement:
     """The judgement with each value alone (the only one of its build outside) that was
-    not outside its tolerance in the previous session measuring it on WATCH. `earlier`:
-    stored sessions, newest first (read only as far as needed; those not before `session`
-    are passed over)."""
+    not outside its tolerance in the previous night measuring it on WATCH. `earlier`:
+    the nights that count (night.earlier_nights), newest first, read only as far as
+    needed."""
     regressed = {(b.partition, b.build) for b in judged.builds if b.status == REGRESSION}
     outside = [v for v in judged.verdicts if v.status == REGRESSION and not v.with_build
                and (v.partition, v.build) not in regressed]
@@ -44,25 +44,30 @@ def apply(session: Session, judged: Judgement, earlier: Iterable[Night],
     alone = {v.key for v in outside if per_build[v.partition, v.build] == 1}
     if not alone:
         return judged
-    before = outside_before(session, alone, earlier, references)
+    before = outside_before(alone, earlier, references)
     verdicts = [v if v.key not in alone else
                 replace(v, outside_before=before[v.key]) if before.get(v.key) else
                 replace(v, status=WATCH) for v in judged.verdicts]
     return Judgement(verdicts, judged.hosts, judged.builds)
 
 
-def outside_before(session: Session, keys: set[ValueKey | None], earlier: Iterable[Night],
+def outside_before(keys: set[ValueKey | None], earlier: Iterable[Night],
                    references: ReferenceSet) -> dict[ValueKey | None, str]:
-    """For each value: the UUID (8 characters) of the newest earlier session that
-    measured it, when the value was outside its tolerance there; "" when it was not."""
+    """For each value: the UUID (8 characters) of the newest earlier night that measured
+    it, when the value was outside its tolerance there; "" when it was not. `earlier`:
+    the nights that count (night.earlier_nights), newest first. A night the machine ran
+    slow on every build at once (a HOST line) is passed over: its verdict was "run
+    again", so a value outside on it says nothing of the build, and a night run again
+    after it is judged as if it had not been."""
     pending, out, looked = set(keys), {}, 0
     for prev, confirmations in earlier:
         if not pending or looked >= LOOK_BACK:
             break
-        if prev.uuid == session.uuid or prev.confirms or prev.start >= session.start:
+        judged = judge(references.judging(prev), confirmations, references)
+        if any(h.slow for h in judged.hosts):
             continue
         looked += 1
-        for v in judge(references.judging(prev), confirmations, references).verdicts:
+        for v in judged.verdicts:
             if v.key in pending and v.status not in (NOT_GATED, NO_REFERENCE):
                 pending.discard(v.key)
                 out[v.key] = prev.uuid[:8] if v.status == REGRESSION else ""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from ..paths import results_db
 from ..results.measurements import Session, load
+from ..results.night import Night, judge_night
+from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError
 from . import machine, session_index
 from .stored import stored_index
@@ -56,16 +58,14 @@ def earlier_sessions(skip: str = "", before: float | None = None) -> Iterator[Se
 
 def previous_nights(skip: str = "", before: float | None = None
                     ) -> Iterator[tuple[Session, list[Session]]]:
-    """The stored sessions that were not disturbed by other programs, newest first, each
-    with its confirmation sessions (a confirmation runs right after its session, so the
-    confirmations are read newest first only as far as the sessions asked for)."""
-    disturbed = machine.disturbed_uuids(load_record_path())
+    """The stored sessions, newest first, each with its confirmation sessions (a
+    confirmation runs right after its session, so the confirmations are read newest
+    first only as far as the sessions asked for). Which of them count as earlier nights
+    is the gate's choice (results.night.earlier_nights), given disturbed_uuids()."""
     confirmations = _stored_newest_first(True)
     seen: dict[str, list[Session]] = {}
     oldest_seen = float("inf")
     for session in earlier_sessions(skip, before):
-        if session.uuid in disturbed:
-            continue
         while oldest_seen > session.start:
             conf = next(confirmations, None)
             if conf is None:
@@ -73,6 +73,27 @@ def previous_nights(skip: str = "", before: float | None = None
             seen.setdefault(conf.confirms, []).append(conf)
             oldest_seen = conf.start
         yield session, seen.get(session.uuid, [])
+
+
+def disturbed_uuids() -> set[str]:
+    """The sessions other programs disturbed, as `mpimatrix run` recorded them."""
+    return machine.disturbed_uuids(load_record_path())
+
+
+def system_of(session: Session) -> str:
+    """The system a session ran on ('local' for none or several)."""
+    systems = {c.system for c in session.cases}
+    return systems.pop() if len(systems) == 1 else "local"
+
+
+def judge_stored(session: Session, confirmations: list[Session],
+                 references: ReferenceSet) -> Night:
+    """A night judged as `mpimatrix run` judges it: against the stored nights before it
+    and the machine-load record, with what changed since a regressed build last
+    passed."""
+    return judge_night(session, confirmations, references,
+                       previous_nights(session.uuid, session.start),
+                       disturbed=disturbed_uuids(), what_changed=True)
 
 
 def with_their_confirmations(sessions: list[Session]) -> list[Session]:

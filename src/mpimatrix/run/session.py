@@ -27,9 +27,9 @@ from ..builds.sources import ONLY_ENV, load_builds, only_patterns
 from ..paths import references_dir, reports_dir, results_db, results_dir
 from ..reference_file import load_references
 from ..results import summary
-from ..results.gate import Judgement
 from ..results.measurements import Session, load
-from ..results.night import judge_night, to_confirm, to_confirm_again
+from ..results.night import to_confirm, to_confirm_again
+from ..results.night_verdict import BAD_INPUT, NOT_RUN
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError, load_report
 from ..results.software_store import software_dir, store_software
@@ -40,7 +40,7 @@ from .child import GRACE, Interrupted, stop_on_signals
 from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
-from .nights import earlier_sessions, load_record_path, previous_nights
+from .nights import judge_stored, load_record_path, system_of
 from .prune import after_session, retention
 from .reframe_cmd import reframe_cmd
 from .selection import (
@@ -53,7 +53,6 @@ from .selection import (
 from .store_fs import check_store
 from .stored import reframe_index
 
-OK, FAILED, BAD_INPUT, NOT_RUN, DISTURBED = 0, 1, 2, 3, 4
 INTERRUPTED = 128  # + the signal's number
 NOTHING_RAN = ("no test case ran (no usable build, or the selection matched nothing); "
                "`mpimatrix builds` lists the builds and why any were skipped")
@@ -256,36 +255,34 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
                  reframe_args: list[str], osu: str = "") -> int:
     """The night after its ReFrame part: the report made `latest`, the values outside
     their tolerance measured again, the night judged against the references and the
-    stored nights before it, the summary printed; the exit code."""
+    stored nights before it (nights.judge_stored), the summary printed; the exit code is
+    the night's verdict's."""
     report = load(load_report(report_file))
     link_latest(report_file)
-    references = ReferenceSet.load(references_dir() / f"{_system(report)}.yaml")
+    references = ReferenceSet.load(references_dir() / f"{system_of(report)}.yaml")
     confs = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
-    night = judge_night(report, confs, references,
-                        previous_nights(report.uuid), earlier_sessions(report.uuid))
-    judged, changed = night.judgement, night.changed
-    print()
-    print(summary.format_table(report, judged, changed=changed))
-    slow_hosts = [h for h in judged.hosts if h.slow]
-    if osu:
-        print(osu)
-    busy = [machine.loads(load_record_path()).get(s.uuid, {})
-            for s in (report, *confs)]
-    disturbed = [b for b in busy if b.get("disturbed")]
-    for b in disturbed:
-        print(f"DISTURBED: {machine.Load.from_record(b).text()}: "
-              "the values measure them too; verdicts not judged, run again on a quiet machine")
-    print(f"report: {report_file}")
-    code = exit_code(report, judged)
-    if code == FAILED and disturbed and not sanity_failures(report):
-        return DISTURBED
-    return DISTURBED if code == OK and slow_hosts else code
-
-
-def exit_code(report: Session, judged: Judgement) -> int:
     if not report.cases:
         print(f"mpimatrix: {NOTHING_RAN}", file=sys.stderr)
         return NOT_RUN
+    if not stored_in_reframe_db(report):
+        return NOT_RUN
+    night = judge_stored(report, confs, references)
+    print()
+    print(summary.format_table(report, night))
+    if osu:
+        print(osu)
+    busy = [machine.loads(load_record_path()).get(s.uuid, {}) for s in (report, *confs)]
+    for b in busy:
+        if b.get("disturbed"):
+            print(f"DISTURBED: {machine.Load.from_record(b).text()}: the values measure "
+                  "them too; verdicts not judged, run again on a quiet machine")
+    print(f"report: {report_file}")
+    return night.verdict.exit_code
+
+
+def stored_in_reframe_db(report: Session) -> bool:
+    """Whether ReFrame stored the session (else why not, on stderr); the session index
+    then keeps it, from its report: the same session, already read."""
     try:
         stored = report.uuid in {u for u, _ in reframe_index()}
     except SessionError as err:
@@ -295,20 +292,6 @@ def exit_code(report: Session, judged: Judgement) -> int:
     if not stored:
         print(f"mpimatrix: the session is not in the results database {results_db()}: "
               f"{why}", file=sys.stderr)
-        return NOT_RUN
-    # the index keeps the night from its report: the same session ReFrame stored, already
-    # read (ReFrame's copy would be decoded again)
+        return False
     session_index.add([report.raw])
-    return FAILED if sanity_failures(report) or judged.regressions else OK
-
-
-def sanity_failures(report: Session) -> list:
-    """Test cases that failed for another reason than their references, and expected
-    failures that passed (a known fault gone is news, as ReFrame counts it); a test case
-    ReFrame skipped (nothing to run it on) is none."""
-    return [c for c in report.cases if c.failed_in_sanity or c.result == "xpass"]
-
-
-def _system(report: Session) -> str:
-    systems = {c.system for c in report.cases}
-    return systems.pop() if len(systems) == 1 else "local"
+    return True

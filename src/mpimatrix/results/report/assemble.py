@@ -5,16 +5,15 @@ from __future__ import annotations
 import itertools
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ...units import human_size
 from .. import history
-from ..gate import Judgement
 from ..history import Series
-from ..night import judge_night
-from ..reference_set import ReferenceSet
+from ..night import Night, judge_night
+from ..reference_set import NO_REFERENCES, ReferenceSet
 from ..session_summary import SessionSummary
 from ..status import Status
 from . import compare, cost, detection, effects, front, gate_view, layouts, page, trend
@@ -36,28 +35,25 @@ class Report:
 
 
 def make_report(sessions: list[Session | dict], *, name: str = "report",
-                references: dict | None = None,
-                statistics: dict | None = None, prices: dict | None = None,
+                references: ReferenceSet = NO_REFERENCES, prices: dict | None = None,
                 baseline: str | None = None,
                 change_points: list | None = None, max_trends: int = 24,
-                max_heatmaps: int = 12, earlier: Iterable | None = None,
-                earlier_nights: Iterable | None = None,
+                max_heatmaps: int = 12, earlier_nights: Iterable | None = None,
+                disturbed: Collection[str] = frozenset(),
                 series: list[Series] | None = None,
                 older: Iterable[SessionSummary] = ()) -> Report:
-    """The report of the sessions (one system). `statistics`: the reference file's noise
-    statistics (<system>.stats.yaml, as `mpimatrix bless` writes them; none by default).
-    change_points is the seam of the history (trend.ChangePoint); by default the report
-    asks results.history itself. The gate's verdicts are the night's
-    (results.night). `earlier`: sessions before the report's, newest first, where
-    a regressed build's last good session is looked for (by default the report's own);
-    `earlier_nights`: the same with their confirmations, where a value on watch was outside
-    before too (results.watch; by default the report's own sessions). `series`: the
-    sessions' history as history.series_of gives it (the session index keeps it, so no
-    session is read for it); by default made from the sessions. `older`: the summaries
-    of sessions before the newest that are not given whole (their values are in
-    `series`)."""
-    data = load(sessions, references, older)
-    statistics = statistics or {}
+    """The report of the sessions (one system). `references`: the system's references,
+    their statistics and the policy bless recorded (ReferenceSet.load), as `mpimatrix run`
+    judged the night with them. change_points is the seam of the history
+    (trend.ChangePoint); by default the report asks results.history itself. The newest
+    session is judged by results.night.judge_night, as the run judges it: its verdict is
+    the page's headline. `earlier_nights`: stored nights before the report's (a session
+    and its confirmations), newest first, beside the report's own sessions; `disturbed`:
+    the UUIDs of sessions other programs disturbed. `series`: the sessions' history as
+    history.series_of gives it (the session index keeps it, so no session is read for
+    it); by default made from the sessions. `older`: the summaries of sessions before the
+    newest that are not given whole (their values are in `series`)."""
+    data = load(sessions, references.refs, older)
     cur = data.current
     if series is None:
         series = history.series_of(data.sessions)
@@ -66,7 +62,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
                              | {Line(s.build, s.key[0]) for s in series
                                 if s.build != history.HOST}), axes)
     cv = curves(cur.cases)
-    ctx: dict = {"name": name, "system": data.system, "references_file": bool(references),
+    ctx: dict = {"name": name, "system": data.system, "references_file": bool(references.refs),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     # the current session's figures are drawn while the history is judged
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
@@ -77,17 +73,15 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     drawer = Drawer()
     try:
         drawer.start(ctx)
-        before = [s for s in reversed(data.sessions) if s is not cur]
-        nights = [(s, data.confirming(s)) for s in before]
-        refset = ReferenceSet(references or {}, statistics)
-        night = judge_night(cur, data.confirming(cur), refset,
-                            itertools.chain(nights, earlier_nights or ()),
-                            before if earlier is None else itertools.chain(before, earlier))
+        own = [(s, data.confirming(s)) for s in reversed(data.sessions) if s is not cur]
+        night = judge_night(cur, data.confirming(cur), references,
+                            itertools.chain(own, earlier_nights or ()),
+                            disturbed=disturbed, what_changed=True)
         if change_points is None:
             change_points = gate_view.history_change_points(series)
         prices = {k: cost.Price.of(v) for k, v in (prices or {}).items()}
-        ctx.update(front_page(data, night.judgement, refset))
-        ctx.update(detection.floor_section(refset))
+        ctx.update(front_page(data, night, references))
+        ctx.update(detection.floor_section(references))
         ctx["floor_fast"] = [h.fast_line() for h in night.judgement.hosts if h.fast]
         ctx["what_changed"] = gate_view.what_changed(night)
         ctx.update(trend_section(data, series, colours, change_points, max_trends))
@@ -100,8 +94,9 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
 
-def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dict:
+def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
     cur = data.current
+    judged = night.judgement
     confirmations = len(data.confirming(cur))
     gate = ("the regression gate: a value outside its tolerance is a regression when the "
             "best of its samples (the session's runs"
@@ -120,11 +115,10 @@ def front_page(data: ReportData, judged: Judgement, refset: ReferenceSet) -> dic
         for r in rows if r["status"] == Status.NOT_GATED
         and (r["partition"], r["environ"], r["ref_key"], r["var"]) not in listed]
     machine = [h.line() for h in judged.hosts if h.slow]
-    cls, sentence = front.verdict_line(regs, fails, len({c.key for c in cur.cases}),
-                                       sum(r["status"] == Status.WATCH for r in rows),
-                                       bool(machine))
     return {
-        "verdict": {"cls": cls, "text": sentence}, "gate": gate, "regressions": regs,
+        "verdict": {"cls": night.verdict.verdict.css, "text": night.verdict.headline(),
+                    "word": str(night.verdict.verdict), "exit": night.verdict.exit_code},
+        "gate": gate, "regressions": regs,
         "noise": [r for r in rows if r["status"] == Status.NOISE],
         "watch": [r for r in rows if r["status"] == Status.WATCH],
         "machine": machine,

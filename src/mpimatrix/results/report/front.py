@@ -118,21 +118,3 @@ def nodes(s: Session) -> list[str]:
             if isinstance(v, list):
                 names |= {h for h in v if defined(h) and h != "None"}
     return sorted(names)
-
-
-def verdict_line(regs: list[dict], fails: list[dict], total: int, watch: int = 0,
-                 machine: bool = False) -> tuple[str, str]:
-    """(css class, sentence) of the verdict; values on watch do not change it, a HOST
-    line (`machine`) makes a night with nothing else wrong a warning."""
-    on_watch = f"; {watch} value(s) on watch" if watch else ""
-    if regs:
-        return "bad", (f"{len(regs)} performance regression(s)"
-                       + (f" and {len(fails)} failed test case(s)" if fails else "")
-                       + on_watch)
-    if fails:
-        return "warn", (f"no performance regression; {len(fails)} failed test case(s)"
-                        + on_watch)
-    if machine:
-        return "warn", (f"no regression; the machine ran slow (HOST): run again on a quiet "
-                        f"machine{on_watch}")
-    return "good", f"no regression: all {total} test case(s) passed{on_watch}"
