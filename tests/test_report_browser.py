@@ -108,3 +108,29 @@ def test_report_renders_in_chromium(make, tmp_path, capsys):
         assert p["complete"] and p["width"] > 200, p
         assert p["colours"] > 20 and 0.02 < p["ink"] < 0.95, p  # drawn, not blank
     assert shot.stat().st_size > 50_000
+
+
+#: The picture docs/report.md shows.
+DOCS_SHOT = ROOT / "docs" / "report-screenshot.png"
+
+
+def test_the_docs_screenshot_is_made_here(tmp_path):
+    """The screenshot docs/report.md shows is the top of the report of the recorded
+    comparison of the offline kit's 14 Spack rows (tests/fixtures/reports), taken by the
+    code of `mpimatrix report --screenshot`: CI makes it on every run (the test
+    artifacts' report-docs.png); MPIMATRIX_UPDATE_DOCS=1 writes it into docs/ too."""
+    from PIL import Image
+
+    from mpimatrix.results.report.screenshot import screenshot
+
+    browser_or_skip()
+    rep = make_report([unpack("compare-local-kit-14rows")], name="kit-rows")
+    html, _ = write(tmp_path, rep.context["name"], rep.html, rep.markdown)
+    shot = screenshot(html, ARTIFACTS / "report-docs.png")
+    with Image.open(shot) as img:
+        width, height = img.size
+        colours = len(img.getcolors(1 << 16) or ())
+    assert (width, height) == (1280, 1500) and colours > 16, (width, height, colours)
+    if os.environ.get("MPIMATRIX_UPDATE_DOCS") == "1":
+        shutil.copyfile(shot, DOCS_SHOT)
+    assert DOCS_SHOT.exists(), "docs/report-screenshot.png: run with MPIMATRIX_UPDATE_DOCS=1"

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from importlib import metadata
 from pathlib import Path
 
 from ..builds.record import BuildError
@@ -19,6 +20,7 @@ from ..rfm.launch import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
 from ..run.store_fs import StoreFileSystemError
+from ..site.config import MODE_HELP, MODES
 from ..site_settings import SiteSettingsError, apply_current
 from . import (
     accept,
@@ -88,8 +90,16 @@ def cmd_run(args) -> int:
     return accept_run.run_with_requirements(args, load_requirements(Path(args.requirements)))
 
 
+def _version() -> str:
+    try:
+        return metadata.version("mpimatrix")
+    except metadata.PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mpimatrix", description=__doc__)
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     s = sub.add_parser("builds", help="list the MPI builds ReFrame will see, and skipped ones")
@@ -101,7 +111,10 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_install_pypi_mpis)
 
     s = sub.add_parser("run", help="run the checks with ReFrame and print a summary")
-    s.add_argument("--mode", default="quick", help="ReFrame mode: quick (default), full, ...")
+    s.add_argument("--mode", default="quick", choices=[m["name"] for m in MODES],
+                   help="the ReFrame mode (serial runs, every one): " + "; ".join(
+                       f"{name}: {what}" for name, what in MODE_HELP.items())
+                   + " (default quick)")
     s.add_argument("--only", action="append", metavar="REGEX",
                    help="run only the builds whose name matches (repeatable)")
     s.add_argument("--partition", action="append", metavar="REGEX",

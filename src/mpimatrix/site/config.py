@@ -70,6 +70,16 @@ MODES = [
 ]
 
 
+#: What each mode is for (`mpimatrix run --help`).
+MODE_HELP = {
+    "quick": "sanity on every build and a representative IMB/OSU subset (the main job)",
+    "full": "the whole catalogue, full size sweeps",
+    "nightly": "the regression run: every build and placement, 3 interleaved passes, gated",
+    "compare": "the quick subset in 3 interleaved passes, to compare builds",
+    "acceptance": "the whole catalogue, full sweeps, 3 interleaved passes, to bless from",
+}
+
+
 def environment(rec: BuildRecord, osu_from_source: bool = False) -> dict:
     """The ReFrame environment of a build. ReFrame writes `export NAME=value` and the
     compiler unquoted into job scripts: values and paths are shell words here."""
