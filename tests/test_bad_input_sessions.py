@@ -1,5 +1,5 @@
 """Careless and hostile input to the commands that read stored sessions, requirement
-files and the software store, and write reports and records (#36): one more table of
+files and the software store, and write reports and records: one more table of
 probes, run like test_bad_input.py's (the real command line; the exit code, a fragment
 of the message, no traceback, references and reports untouched) and, for each, what
 must not happen: no ReFrame run started by a selector (no new session stored, no stage
@@ -403,7 +403,7 @@ def test_the_record_names_each_sessions_disturbance(tmp_path):
     from mpimatrix.results.acceptance.record import write_record
     from mpimatrix.results.acceptance.requirements import load_requirements
     from mpimatrix.results.acceptance.scope import Scope, SessionLoad
-    from mpimatrix.results.acceptance.verdicts import INCONCLUSIVE, judge_all
+    from mpimatrix.results.acceptance.verdicts import Verdict, judge_all
     from mpimatrix.results.measurements import load
 
     (tmp_path / "local.yaml").write_text(requirements())
@@ -414,7 +414,7 @@ def test_the_record_names_each_sessions_disturbance(tmp_path):
     scope = Scope(loads={sessions[0].uuid: SessionLoad(True, busy),
                          sessions[1].uuid: SessionLoad(False, "other programs used 0.1 CPU-s")})
     verdicts = judge_all(reqs, sessions, scope)
-    assert [v.verdict for v in verdicts] == [INCONCLUSIVE]
+    assert [v.verdict for v in verdicts] == [Verdict.INCONCLUSIVE]
     html = write_record(reqs, verdicts, sessions, tmp_path / "r.html", [], scope).read_text()
     assert f"Other programs disturbed session(s) {sessions[0].uuid[:8]}" in html
     assert "DISTURBED: other programs used 14.0 CPU-s" in html

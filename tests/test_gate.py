@@ -31,7 +31,7 @@ from mpimatrix.results.statistics import modes, spread, value_stats
 from mpimatrix.rfm.inject import InjectError, injection_for
 
 SESSIONS = FIXTURES / "sessions"
-#: Eleven real quick sessions on a 2-core VM (from issue #10): bimodal values.
+#: Eleven real quick sessions on a 2-core VM: bimodal values.
 PINGPONG_8B = [0.12, 0.12, 0.11, 0.12, 0.54, 0.12, 0.54, 0.57, 0.54, 0.12, 0.73]
 BARRIER = [1.14, 0.31, 0.30, 0.30, 0.30, 0.32, 1.16, 1.16, 0.41, 1.17, 0.28]
 

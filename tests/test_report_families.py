@@ -1,4 +1,4 @@
-"""The families side by side (issue #33 item 3): every build on one plot per benchmark,
+"""The families side by side: every build on one plot per benchmark,
 styled by family, fabric and compiler; each axis' effect between builds that differ in it
 alone, with a bootstrap interval. Checked on recorded real sessions
 (tests/fixtures/reports/README.md) against numbers computed here from the raw records."""

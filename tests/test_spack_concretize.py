@@ -6,7 +6,7 @@ Spack's own bootstrap), the builtin packages reachable (debian-local expects a
 checkout at $spack/../spack-packages), and the Debian MPIs. Skipped otherwise,
 saying which of these is missing.
 
-The whole matrix (29 roots) takes about 3 minutes cold on 2 cores (docs/spack.md),
+The whole matrix takes about 3 minutes cold on 2 cores (docs/history.md),
 too long for a test: this test keeps spack.yaml and its overlay as they are and
 replaces only the specs by a subset that still goes through every mechanism: the
 site overlay chosen by MPIMATRIX_SPACK_SITE, the Debian externals from the

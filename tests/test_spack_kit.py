@@ -505,7 +505,7 @@ def test_a_changed_dependency_is_named_by_the_regression_changes_diff_and_report
 
 
 # == Build once, install anywhere: the binary cache ==========================================
-# (issue #33 item 4; docs/spack.md "Build once, install anywhere"; the whole built matrix:
+# (docs/spack.md "Build once, install anywhere"; the whole built matrix:
 # measure/spack_buildcache.py.) Helpers and test of this block only.
 
 def _bc_run(cmd: list[str], timeout: int = 1800) -> tuple[float, subprocess.CompletedProcess]:
