@@ -8,7 +8,6 @@ from mpimatrix.builds.builds_file import load_builds_file
 from mpimatrix.builds.record import (
     BuildError,
     BuildRecord,
-    dump_builds,
     environ_name,
     why_unusable,
 )
@@ -24,7 +23,7 @@ def test_round_trip_and_names(tmp_path):
     assert rec.benchmarks["imb"].suite == "imb"
     assert set(rec.features()) >= {"mpi", "mpich", "debian", "mpich_abi", "imb"}
     f = tmp_path / "builds.json"
-    f.write_text(dump_builds([rec]))
+    f.write_text(json.dumps({"builds": [rec.to_dict()]}))
     assert load_builds_file(f) == ([rec], [])
     assert environ_name("openmpi-5.0.8-ucx-gcc12") == "openmpi-5_0_8-ucx-gcc12"
 

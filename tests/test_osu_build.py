@@ -4,12 +4,14 @@ import io
 import json
 import os
 import tarfile
+from pathlib import Path
 
 import pytest
 
-from mpimatrix.builds import osu_install as osu_build
-from mpimatrix.builds.discovery import attach_osu_installs
-from mpimatrix.builds.record import BuildRecord
+from mpimatrix.builds import bench_install as bi
+from mpimatrix.builds.bench_suites import OSU, find_binary
+from mpimatrix.builds.discovery import attach_bench_installs
+from mpimatrix.builds.record import BenchmarkInstall, BuildRecord
 from mpimatrix.paths import offline_kit
 
 
@@ -28,11 +30,11 @@ def fake_tree(root, version="7.4"):
 
 def test_source_version_and_staging(tmp_path):
     tree = fake_tree(tmp_path / "src" / "osu-micro-benchmarks-7.4")
-    assert osu_build.source_version(tree) == "7.4"
+    assert OSU.version_of(tree, tree) == "7.4"
     only_changes = tmp_path / "old"
     only_changes.mkdir()
     (only_changes / "CHANGES").write_text("OSU Micro Benchmarks v5.6.1 (03/15/2019)\n")
-    assert osu_build.source_version(only_changes) == "5.6.1"
+    assert OSU.version_of(only_changes, only_changes) == "5.6.1"
     # a tarball with one top directory, as OSU ships it
     tgz = tmp_path / "osu-micro-benchmarks-7.4.tar.gz"
     with tarfile.open(tgz, "w:gz") as tf:
@@ -40,23 +42,23 @@ def test_source_version_and_staging(tmp_path):
         info = tarfile.TarInfo("osu-micro-benchmarks-7.4/configure.ac")
         info.size = len(data)
         tf.addfile(info, io.BytesIO(data))
-    staged = osu_build.stage_source(tgz, tmp_path / "work")
-    assert staged.name == "osu-micro-benchmarks-7.4" and osu_build.source_version(staged) == "7.4"
-    staged = osu_build.stage_source(tmp_path / "src", tmp_path / "work2")  # parent dir
+    staged = bi.stage_source(OSU, tgz, tmp_path / "work")
+    assert staged.name == "osu-micro-benchmarks-7.4" and OSU.version_of(staged, staged) == "7.4"
+    staged = bi.stage_source(OSU, tmp_path / "src", tmp_path / "work2")  # parent dir
     assert (staged / "configure.ac").exists() and staged.parent == tmp_path / "work2"
-    with pytest.raises(osu_build.OsuBuildError, match="not an OSU source tree"):
-        osu_build.stage_source(tmp_path / "work2" / "..", tmp_path / "work3")
+    with pytest.raises(bi.BenchBuildError, match="not an OSU source tree"):
+        bi.stage_source(OSU, tmp_path / "work2" / "..", tmp_path / "work3")
 
 
 def test_cxx_wrapper_and_build_script(tmp_path):
-    assert osu_build.cxx_for(rec(cc="/usr/bin/mpicc.openmpi")) == "/usr/bin/mpicxx.openmpi"
-    assert osu_build.cxx_for(rec(cc="/v/bin/mpicc")) == "/v/bin/mpicxx"
-    assert osu_build.cxx_for(rec(cc="mpiicc")) == "mpiicpc"
+    assert bi.cxx_for(rec(cc="/usr/bin/mpicc.openmpi")) == "/usr/bin/mpicxx.openmpi"
+    assert bi.cxx_for(rec(cc="/v/bin/mpicc")) == "/v/bin/mpicxx"
+    assert bi.cxx_for(rec(cc="mpiicc")) == "mpiicpc"
     b = rec(env={"I_MPI_ROOT": "/v", "LD_LIBRARY_PATH": "/v/lib:$LD_LIBRARY_PATH"},
             prepare_cmds=["eval `spack load --sh /abc`"])
-    plan = osu_build.BuildPlan(b, tmp_path, "7.4", tmp_path / "install", tmp_path / "w",
+    plan = bi.BuildPlan(b, tmp_path, "7.4", tmp_path / "install", tmp_path / "w",
                                tmp_path / "build.sh", tmp_path / "log", 2)
-    text = osu_build.script_text(plan, tmp_path / "w" / "src")
+    text = bi.script_text(plan, tmp_path / "w" / "src")
     assert "export LD_LIBRARY_PATH=/v/lib:\"${LD_LIBRARY_PATH}\"" in text
     assert "eval `spack load --sh /abc`" in text
     assert (f"./configure CC=/usr/bin/mpicc.mpich CXX=/usr/bin/mpicxx.mpich "
@@ -72,9 +74,9 @@ def test_find_binary_prefers_the_standard_variant(tmp_path):
         (tmp_path / path).write_text("")
         (tmp_path / path).chmod(0o755)
     (tmp_path / "mpi/pt2pt/osu_bw").write_text("")  # not executable
-    assert osu_build.find_binary(tmp_path, "latency") == str(tmp_path / "mpi/pt2pt/osu_latency")
-    assert osu_build.find_binary(tmp_path, "osu_allreduce").endswith("blocking/osu_allreduce")
-    assert osu_build.find_binary(tmp_path, "bw") is None
+    assert find_binary(tmp_path, "latency") == str(tmp_path / "mpi/pt2pt/osu_latency")
+    assert find_binary(tmp_path, "osu_allreduce").endswith("blocking/osu_allreduce")
+    assert find_binary(tmp_path, "bw") is None
 
 
 def test_discovery_attaches_complete_cache_installs_only(tmp_path, monkeypatch):
@@ -85,12 +87,12 @@ def test_discovery_attaches_complete_cache_installs_only(tmp_path, monkeypatch):
     for b in (done, half):
         bindir = tmp_path / "osu" / b.name / "install" / "libexec" / "osu-micro-benchmarks"
         bindir.mkdir(parents=True)
-    record = tmp_path / "osu" / "a" / "install" / osu_build.RECORD
+    record = tmp_path / "osu" / "a" / "install" / bi.record_name(OSU)
     record.write_text(json.dumps({"version": "7.4", "bin_dir": str(record.parent / "libexec" /
                                                                     "osu-micro-benchmarks")}))
     spack = rec("d")
-    spack.benchmarks["osu"] = osu_build.BenchmarkInstall("osu", "/spack/osu", "7.5", "spack")
-    attach_osu_installs([done, half, none, spack])
+    spack.benchmarks["osu"] = BenchmarkInstall("osu", "/spack/osu", "7.5", "spack")
+    attach_bench_installs([done, half, none, spack], [OSU])
     assert done.benchmarks["osu"].version == "7.4" and "osu" in done.features()
     assert "osu" not in half.benchmarks and "osu" not in none.benchmarks  # no record: no OSU
     assert spack.benchmarks["osu"].provenance == "spack"  # never replaced
@@ -109,7 +111,7 @@ def test_real_build_from_a_source_tree(buildset, tmp_path, monkeypatch):
                     "tarball, or put the offline kit beside the project")
     monkeypatch.setenv("MPIMATRIX_CACHE", str(tmp_path))
     b = next(b for b in buildset.builds if not b.prepare_cmds)
-    osu = osu_build.build_osu(b, osu_build.Path(src), quiet=True)
-    assert osu_build.find_binary(osu.bin_dir, "latency")
-    assert osu_build.installed_osu(b.name).bin_dir == osu.bin_dir
+    osu = bi.run_build(OSU, b, Path(src), None, None, False, True)
+    assert find_binary(osu.bin_dir, "latency")
+    assert bi.installed(OSU, b.name, None).bin_dir == osu.bin_dir
     assert not (tmp_path / "osu" / b.name / "work").exists()

@@ -8,7 +8,6 @@ import pytest
 import yaml
 from helpers import CONFIG, REFRAME, passed_cases, report_cases, run_reframe
 
-from mpimatrix.builds.record import dump_builds
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night import judge_night
 from mpimatrix.results.reference_set import NO_REFERENCES
@@ -124,11 +123,11 @@ def test_results_storage_lists_and_compares_sessions(quick_run, results):
 def test_broken_build_is_reported_and_the_others_run(buildset, tmp_path):
     good = next(b for b in buildset.builds if b.provenance == "debian") \
         if any(b.provenance == "debian" for b in buildset.builds) else buildset.builds[0]
-    broken = json.loads(dump_builds([good]))["builds"][0]
+    broken = good.to_dict()
     broken.update(name="mpich-9.9.9-vanished", prefix=str(tmp_path / "gone"),
                   family="mpich", benchmarks={})
     builds = tmp_path / "builds.json"
-    builds.write_text(json.dumps({"builds": [json.loads(dump_builds([good]))["builds"][0],
+    builds.write_text(json.dumps({"builds": [good.to_dict(),
                                              broken]}))
     proc, report = run_reframe(tmp_path / "res", "-n", "MpiPlacementCheck", "-r",
                                env={"MPIMATRIX_BUILDS": str(builds)})

@@ -24,9 +24,9 @@ from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.results.software_diff import MACHINE, SoftwareChange, software_changes
 from mpimatrix.results.software_store import (
-    store_size,
+    Store,
+    software_dir,
     store_software,
-    stored_lock,
     stored_software,
 )
 
@@ -54,11 +54,11 @@ def test_two_real_locks_name_the_one_changed_dependency_for_its_build_only():
 def test_the_store_keeps_a_record_and_a_lock_once(tmp_path):
     record = _lock_record(AFTER)
     ident = store_software(record, [AFTER], tmp_path)
-    files, size = store_size(tmp_path)
+    files, size = _store_size(tmp_path)
     assert store_software(record, [AFTER], tmp_path) == ident  # the next unchanged night
-    assert store_size(tmp_path) == (files, size) and files == 2
+    assert _store_size(tmp_path) == (files, size) and files == 2
     assert stored_software(ident, tmp_path) == record
-    lock = stored_lock(read_lock(AFTER).sha256, tmp_path)
+    lock = Store(tmp_path).lock(read_lock(AFTER).sha256)
     assert lock is not None and lock.sha256 == read_lock(AFTER).sha256
     assert len(lock.nodes) == len(read_lock(AFTER).nodes)
     assert size < 12_000, size  # the lock gzipped (25 KB raw) and the record
@@ -120,3 +120,9 @@ def test_a_machine_change_is_every_builds(buildset):
     changes = software_changes(record, newer, lambda sha: None)
     assert changes == [SoftwareChange(MACHINE, f"the machine's kernel: "
                                                f"{record['machine']['kernel']} -> 7.0.0-test")]
+
+
+def _store_size(results) -> tuple[int, int]:
+    """(files, bytes) of the software store."""
+    files = [p for p in software_dir(results).rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)

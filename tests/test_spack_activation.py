@@ -49,7 +49,9 @@ def test_written_activation_is_a_spack_scope_and_reframe_on_path(tmp_path):
     out = activation.write_activation(tmp_path, ROOT, python=sys.executable)
     data = yaml.safe_load((out / "env_vars.yaml").read_text())
     assert data == {"env_vars": activation.env_vars(tmp_path, ROOT)}
-    assert activation.is_written(tmp_path)
+    written = activation.activate_dir(tmp_path)
+    assert (written / "env_vars.yaml").is_file()
+    assert os.access(written / "bin" / "reframe", os.X_OK)
     shim = out / "bin" / "reframe"
     # No lock in this environment: the shim says how to make one, and runs nothing.
     env = dict(os.environ, MPIMATRIX_LOCK=str(tmp_path / "spack.lock"))

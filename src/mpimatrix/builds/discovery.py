@@ -26,7 +26,7 @@ from ..paths import pypi_mpi_root
 from ..shell import literal, printable
 from .bench_install import as_install, current_record, install_record, planned
 from .bench_sources import configured_sources
-from .bench_suites import OSU, SUITES, Suite
+from .bench_suites import SUITES, Suite
 from .families import FAMILIES
 from .record import BenchmarkInstall, BuildError, BuildRecord, Skipped, why_unusable
 
@@ -220,11 +220,6 @@ def attach_bench_installs(builds: list[BuildRecord],
                 b.benchmarks[suite.name] = planned(suite, b.name)
                 b.notes.append(f"{suite.label} to be built from {source} (once, by the "
                                "session's fixture)")
-
-
-def attach_osu_installs(builds: list[BuildRecord]) -> None:
-    """attach_bench_installs for OSU only."""
-    attach_bench_installs(builds, [OSU])
 
 
 def discover() -> tuple[list[BuildRecord], list[Skipped]]:

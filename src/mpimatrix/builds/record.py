@@ -7,7 +7,6 @@ never care where a build came from.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -253,10 +252,6 @@ def _executable(path: str) -> bool:
     if os.sep not in path:
         return shutil.which(path) is not None
     return os.access(path, os.X_OK) and Path(path).is_file()
-
-
-def dump_builds(builds: list[BuildRecord]) -> str:
-    return json.dumps({"builds": [b.to_dict() for b in builds]}, indent=2)
 
 
 @dataclass

@@ -28,8 +28,8 @@ import time
 
 from ..atomic import atomic_write
 from ..paths import reports_dir, results_dir
-from ..run.lock import IN_USE
 from ..results.night_verdict import BAD_INPUT, FAILED, MACHINE, NOT_RUN, OK, VERDICT_LINE
+from ..run.lock import IN_USE
 from ..site_settings import Nightly, current
 from ..validation.command import MPIMATRIX
 

@@ -149,12 +149,6 @@ def stored_software(ident: str, results: Path | None = None) -> dict | None:
     return Store(results).software(ident)
 
 
-def stored_lock(sha256: str, results: Path | None = None) -> Lock | None:
-    """A stored Spack lock; None when the store does not have it (or it is damaged)."""
-    lock = Store(results).lock(sha256)
-    return lock if isinstance(lock, Lock) else None
-
-
 def _keep(path: Path, data: bytes, good: bool, problems: list[str] | None) -> None:
     """Write `data` at `path` unless the file there is `good`; a write that fails is a
     problem (when the caller collects them) rather than an error, a full disk excepted."""
@@ -191,9 +185,3 @@ def store_software(software: dict, locks: list[Path], results: Path | None = Non
         _keep(dest, gzip.compress(raw, mtime=0), _read_lock(dest, sha)[0] is not None,
               problems)
     return ident
-
-
-def store_size(results: Path | None = None) -> tuple[int, int]:
-    """(files, bytes) of the software store."""
-    files = [p for p in software_dir(results).rglob("*") if p.is_file()]
-    return len(files), sum(p.stat().st_size for p in files)

@@ -94,8 +94,3 @@ def write_activation(env_dir: Path | None = None, root: Path | None = None,
     tmp.chmod(0o755)
     os.replace(tmp, shim)
     return out
-
-
-def is_written(env_dir: Path) -> bool:
-    d = activate_dir(env_dir)
-    return (d / "env_vars.yaml").is_file() and os.access(d / "bin" / "reframe", os.X_OK)

@@ -53,7 +53,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     history.series_of gives it (the session index keeps it, so no session is read for
     it); by default made from the sessions. `older`: the summaries of sessions before the
     newest that are not given whole (their values are in `series`)."""
-    data = load(sessions, references.refs, older)
+    data = load(sessions, older)
     cur = data.current
     if series is None:
         series = history.series_of(data.sessions)

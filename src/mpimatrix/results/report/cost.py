@@ -20,8 +20,9 @@ from pathlib import Path
 
 import yaml
 
+from ..measurements import Case
 from ..session_summary import node_hours
-from .model import Case, ReportData, Session
+from .model import ReportData, Session
 
 
 class PriceError(Exception):

@@ -13,6 +13,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from ..measurements import Case
 from .figures import (
     LEGEND_ROW,
     Colours,
@@ -25,7 +26,7 @@ from .figures import (
     size_axis,
     to_plot,
 )
-from .model import Case, Line, placement_label, placement_order
+from .model import Line, placement_label, placement_order
 from .render import Job
 from .repetitions import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
 

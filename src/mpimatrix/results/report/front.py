@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..gate import Judgement
+from ..measurements import Case
 from ..sessions import defined
 from ..status import Status
-from .model import Case, ReportData, Session
+from .model import ReportData, Session
 
 #: The gate's statuses the page lists (pass and no reference are not).
 LISTED = (Status.REGRESSION, Status.WATCH, Status.NOISE, Status.NOT_GATED)

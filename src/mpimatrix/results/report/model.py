@@ -8,12 +8,11 @@ sessions make the trends and the cost per session.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from ...placement import placement_named
-from ..measurements import Case, Line, Session, as_session
+from ..measurements import Line, Session, as_session
 from ..session_summary import SessionSummary, summarise
 from ..sessions import SessionError
 
@@ -31,7 +30,6 @@ def from_mapping(cls, item):
 class ReportData:
     sessions: list[Session]  # oldest first: the sessions given whole
     system: str
-    references: dict = field(default_factory=dict)  # the system's reference file, if any
     #: the gate's confirmation sessions (extras confirms=<uuid>): samples, not sessions
     confirmations: list[Session] = field(default_factory=list)
     #: every session of the report, oldest first: those given whole and the older ones
@@ -60,8 +58,7 @@ class ReportData:
         return sorted({c.line.build for c in self.current.cases})
 
 
-def load(sessions: list, references: dict | None = None,
-         older: Iterable[SessionSummary] = ()) -> ReportData:
+def load(sessions: list, older: Iterable[SessionSummary] = ()) -> ReportData:
     """The report's sessions, oldest first, and the summaries of `older` ones (before the
     newest session; their values come in as the history's series); refuses what would
     make a misleading report."""
@@ -89,14 +86,7 @@ def load(sessions: list, references: dict | None = None,
         raise SessionError(f"the sessions come from {len(systems)} systems ({per}); a report "
                            "covers one system: name the sessions of one of them")
     summaries = sorted([*older, *(summarise(v) for v in views)], key=lambda o: o.start)
-    return ReportData(views, systems[0], references or {}, confirmations, summaries)
-
-
-def by_line(cases: list[Case]) -> dict[Line, list[Case]]:
-    out: dict[Line, list[Case]] = defaultdict(list)
-    for c in cases:
-        out[c.line].append(c)
-    return out
+    return ReportData(views, systems[0], confirmations, summaries)
 
 
 #: Typography of the page and the plots (escaped: the source stays ASCII).

@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .model import Case, Line
+from ..measurements import Case, Line
 
 #: Time-like columns, the first a curve has is plotted (IMB t_avg/t/t_pure, OSU latency).
 TIME_COLUMNS = ("t_avg", "t", "latency", "t_pure", "pure_comm")

@@ -64,12 +64,6 @@ EXTRA_SIZES = {
 # checks keep them on the point-to-point layouts); "any" 2 or more; "startup" 1+.
 RANKS = ("pair", "pairs", "any", "startup")
 
-#: Collectives whose buffers grow with the number of ranks.
-RANK_SCALED = ("allgather", "allgatherv", "alltoall", "alltoallv", "gather", "gatherv",
-               "scatter", "scatterv", "iallgather", "iallgatherv", "ialltoall",
-               "ialltoallv", "ialltoallw", "igather", "igatherv", "iscatter", "iscatterv")
-
-
 @dataclass(frozen=True)
 class OsuBenchmark:
     name: str  # without osu_: "latency", "allreduce", ...
