@@ -282,7 +282,7 @@ def test_changes_names_a_step_once_and_exits_1_for_cron(builds, tmp_path):
         # machine changed state the 3x step of the whole build missed p < 0.01 (3 sessions
         # against 3) while half its values stepped at p < 0.001. Divided by the host's
         # level instead it would not miss, but a 10 % step was then found by the third
-        # night in 3 of 6 cases instead of 5 of 6 (docs/gate.md): the whole build, or half
+        # night in 3 of 6 cases instead of 5 of 6 (docs/history.md): the whole build, or half
         # of its values at that session
         whole = [ln for ln in mine
                  if ln.startswith(f"NEW SLOWER {victim} (the whole build, local:default): +")]

@@ -26,7 +26,7 @@ from .reframe_cmd import reframe_cmd
 from .stored import reframe_index
 
 #: how long full sessions are kept unless MPIMATRIX_KEEP_FULL says otherwise: a week of
-#: nightlies of 40 builds in full is 0.8 GB (docs/store.md), and ReFrame's own listing
+#: nightlies of 40 builds is most of the store (docs/store.md), and ReFrame's own listing
 #: decodes every full session it holds at once (30 such nights: 67 s, 8.9 GB)
 DEFAULT_KEEP = "7d"
 KEEP_ENV = "MPIMATRIX_KEEP_FULL"
