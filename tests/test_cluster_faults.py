@@ -165,9 +165,9 @@ def test_crash_reports_name_signal_call_and_top_frame():
 
 
 def test_a_hang_after_the_results_cancelled_early_is_named():
-    from mpimatrix.rfm import job_outcome
+    from mpimatrix.rfm import slurm_job
 
-    msg = job_outcome.failure_reason(7, "CANCELLED", ["node1", "node2"], "",
+    msg = slurm_job.failure_reason(7, "CANCELLED", ["node1", "node2"], "",
                                      results_complete=True, hung_for=31.4)
     assert msg == ("Slurm job 7 ended CANCELLED on node1,node2; the program had printed all "
                    "its results, then hung and was cancelled 31 s later (in MPI_Finalize: a "
@@ -334,7 +334,7 @@ MPIMATRIX meter host=node3 kernel=k2 cores=4 wall=10.000 busy=10.500 own=10.000
 
 
 def test_node_load_counts_a_shared_kernel_once():
-    from mpimatrix.rfm.job_outcome import node_load
+    from mpimatrix.rfm.slurm_job import node_load
 
     load = node_load("#bytes  t[usec]\n" + METER_LINES)
     # k1: busy 19.1 - own (9.0 + 8.9) = 1.2; k2: 10.5 - 10 = 0.5; capacity 10.01*2 + 10*4
@@ -350,7 +350,7 @@ def test_node_load_counts_a_shared_kernel_once():
 
 
 def test_a_session_on_batch_nodes_is_judged_by_its_nodes():
-    from mpimatrix.rfm.job_outcome import node_load
+    from mpimatrix.rfm.slurm_job import node_load
     from mpimatrix.run import machine
 
     quiet = node_load(METER_LINES)

@@ -9,7 +9,7 @@ import pytest
 
 from mpimatrix.builds import discovery as discover
 from mpimatrix.paths import pypi_mpi_root
-from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
+from mpimatrix.rfm.launchers import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 pytestmark = pytest.mark.mpi
 

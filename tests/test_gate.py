@@ -28,7 +28,7 @@ from mpimatrix.results.gate import failed_first as failed_first_of
 from mpimatrix.results.measurements import load
 from mpimatrix.results.policy import DEFAULT_POLICY, GatePolicy
 from mpimatrix.results.statistics import modes, spread, value_stats
-from mpimatrix.rfm.inject import InjectError, injection_for
+from mpimatrix.rfm.inject_spec import InjectError, injection_for
 
 SESSIONS = FIXTURES / "sessions"
 #: Eleven real quick sessions on a 2-core VM: bimodal values.

@@ -2,7 +2,7 @@
 found on the machine, as a Spack external or built by Spack with the same fabric has
 the same faults (builds/known_faults.py, suites/osu/known_issues.py). And the launch
 environment's workaround for Debian's Open MPI 4.1 one-sided defaults follows the MCA
-file that build reads (rfm/launch.py rank_env). Records only; no MPI runs."""
+file that build reads (rfm/launchers.py rank_env). Records only; no MPI runs."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mpimatrix.builds import discovery as discover
 from mpimatrix.builds.known_faults import HANG_AFTER_RESULTS, known_fault
 from mpimatrix.builds.record import BuildRecord
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
-from mpimatrix.rfm.launch import OSC_VAR, mca_params_file, osc_setting, rank_env
+from mpimatrix.rfm.launchers import OSC_VAR, mca_params_file, osc_setting, rank_env
 from mpimatrix.suites.osu.catalogue import BY_NAME
 from mpimatrix.suites.osu.known_issues import known_issues
 

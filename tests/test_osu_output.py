@@ -301,7 +301,7 @@ def test_options_follow_version_and_profile():
 def test_mpich_4_0_ch4_ucx_osu_init_between_nodes_is_skipped():
     """It hangs in MPI_Finalize (the known fault); the MPI's fabric decides, not the
     build's provenance (tests/test_known_faults.py: each kind of build record). Open
-    MPI 4.1's one-sided component between nodes is the launch's (rfm/launch.py)."""
+    MPI 4.1's one-sided component between nodes is the launch's (rfm/launchers.py)."""
     (hang,) = known_issues(BY_NAME["init"], "mpich", "4.0.2", "7.4", nodes=2,
                            fabric="ch4:ucx")
     assert hang.action == "skip"

@@ -18,7 +18,7 @@ from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.builds.spack.spec_naming import pmi_of
-from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
+from mpimatrix.rfm.launchers import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 LOCK = FIXTURES / "spack" / "debian-local-bundle-v6.spack.lock"
 #: the lock of the matrix before the bundle (58 roots: OSU and IMB roots apart)

@@ -25,7 +25,7 @@ from mpimatrix.builds.record import BuildError, why_unusable
 from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.builds.spack.lockfile import LockError, read_lock
-from mpimatrix.rfm.launch import SRUN_PMI1_LINE_NOTE, srun_plugin
+from mpimatrix.rfm.launchers import SRUN_PMI1_LINE_NOTE, srun_plugin
 
 LOCK = FIXTURES / "spack" / "debian-local-v6.spack.lock"
 SHIMS_WHEN_CONCRETIZED = "/work/main/.cache/spack/shims"

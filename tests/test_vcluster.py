@@ -37,8 +37,8 @@ from helpers import (
 from mpimatrix.builds.record import BuildRecord
 from mpimatrix.builds.sources import load_builds
 from mpimatrix.placement import INTERNODE
-from mpimatrix.rfm import job_outcome as slurm_job
-from mpimatrix.rfm.launch import launch_argv, srun_plugin
+from mpimatrix.rfm import slurm_job
+from mpimatrix.rfm.launchers import launch_argv, srun_plugin
 from mpimatrix.site.vcluster_system import system
 from mpimatrix.vcluster import cluster, cpus, daemons, namespaces, privileges, slurm_conf
 from mpimatrix.vcluster.layout import ClusterError, Layout

@@ -1,7 +1,7 @@
 """Rank placements shared by every check: nodes x ranks per node.
 
 ReFrame's mpirun/mpiexec launchers pass no mapping flags, so a placement is
-turned into explicit launcher options (rfm.launch) and then verified from the
+turned into explicit launcher options (rfm.launchers) and then verified from the
 hosts the ranks report (`rank_host_problems`; the placement probe's own output
 in suites.probe).
 

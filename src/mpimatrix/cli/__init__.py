@@ -15,8 +15,8 @@ from ..reference_file import ReferenceFileError
 from ..results.acceptance.requirements import RequirementsError, load_requirements
 from ..results.references import BlessError
 from ..results.sessions import SessionError
-from ..rfm.inject import InjectError
-from ..rfm.launch import srun_plugin
+from ..rfm.inject_spec import InjectError
+from ..rfm.launchers import srun_plugin
 from ..run.lock import StoreBusy
 from ..run.session import run_session
 from ..run.store_fs import StoreFileSystemError

@@ -159,7 +159,7 @@ class Case:
 
     @property
     def node_load(self) -> dict | None:
-        """What the node meter read on its job's nodes (rfm.job_outcome.node_load)."""
+        """What the node meter read on its job's nodes (rfm.slurm_job.node_load)."""
         return self.tc.get("node_load")
 
     @property

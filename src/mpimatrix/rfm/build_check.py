@@ -8,8 +8,8 @@ defines (docs/develop.md walks through an example):
   catalogue benchmark `bench` (required variable, perf.py);
 - `parse_output()` and `results_complete()` (contract methods, output.py): read in the
   sanity phase, and while the job runs;
-- in a pre-run hook: `executable` and its options (launching.py launches it);
-- a @sanity_function (using `parsed` and `failure_message()`, outcome.py);
+- in a pre-run hook: `executable` and its options (check_launch.py launches it);
+- a @sanity_function (using `parsed` and `failure_message()`, check_outcome.py);
 - performance: @performance_function's, or for a catalogue benchmark `metric_value()`
   (contract method, perf.py).
 
@@ -17,27 +17,27 @@ Hooks are named for what they do: the checks' own `select_benchmark` (post-init)
 `prepare_run` (pre-run). The mixins' hooks, in the order ReFrame runs them (base
 classes first, `frame_the_launch` last of the pre-run hooks):
 
-- post-init: `place_ranks` (launching.py), then the check's;
+- post-init: `place_ranks` (check_launch.py), then the check's;
 - post-setup: (a catalogue check's `record_metric_info`, perf.py), `apply_partition_limits`
   (limits.py), `record_build` (provenance.py), `use_reference_file` (references.py);
 - pre-run: `watch_for_a_hang_after_results`, `keep_within_hang_budget` (limits.py),
-  `launch_with_the_build` (launching.py), the check's, `frame_the_launch`;
-- pre-sanity: `read_job_outcome` (outcome.py).
+  `launch_with_the_build` (check_launch.py), the check's, `frame_the_launch`;
+- pre-sanity: `read_job_outcome` (check_outcome.py).
 
-fault_injection.py adds `inject_into_benchmark()`, for the check's pre-run hook.
+check_inject.py adds `inject_into_benchmark()`, for the check's pre-run hook.
 """
 
 from __future__ import annotations
 
 from reframe.core.builtins import variable
 
-from .fault_injection import FaultInjectionMixin
-from .launching import LaunchMixin
+from .check_inject import FaultInjectionMixin
+from .check_launch import LaunchMixin
+from .check_outcome import JobOutcomeMixin
+from .check_references import ReferencesMixin
 from .limits import MachineLimits
-from .outcome import JobOutcomeMixin
 from .output import OutputMixin
 from .provenance import ProvenanceMixin
-from .references import ReferencesMixin
 
 
 # ReFrame runs the hooks of a phase base classes first, in reverse MRO: the last base

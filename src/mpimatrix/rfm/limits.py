@@ -3,12 +3,12 @@ hang budget, jobs that would pend too long, and which partitions run benchmarks.
 
 A check defines nothing here; a check of the launch itself sets `checks_launch = True`
 (class body). The modes set the variables (-S). Uses `build` (provenance.py),
-`main_placement` (launching.py), `results_complete` and `forget_parsed_output`
+`main_placement` (check_launch.py), `results_complete` and `forget_parsed_output`
 (output.py). Hooks (the first of BuildCheck's in their phases): post-setup
 `apply_partition_limits` (oversubscribed, the partition's max_pending_time); pre-run
 `watch_for_a_hang_after_results` (the scheduler's output watch, squeue_all.py) and
 `keep_within_hang_budget` (the time limit the build's hang budget leaves).
-`limit_partitions()` is for `place_ranks` (launching.py, post-init)."""
+`limit_partitions()` is for `place_ranks` (check_launch.py, post-init)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ A check defines (checked when ReFrame instantiates it, i.e. when it loads the fi
   `output_complete_now`, for the hang watch of rfm/squeue_all.py);
 - `results_complete()`: whether the output holds every result the program had to print;
   tells a hang on the way out (after the results) from one in the middle of the work
-  (outcome.py, at the end of the run phase; limits.py, while it runs).
+  (check_outcome.py, at the end of the run phase; limits.py, while it runs).
 
 Both are contract methods: a check class that lacks one fails in its post-init hook
 `keep_the_contract`, i.e. when ReFrame loads the file, with a TypeError naming them. (Not

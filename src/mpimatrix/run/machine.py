@@ -1,7 +1,7 @@
 """Was the machine quiet while a session ran? CPU time used by anything but the
 session itself (its ReFrame process and every job ReFrame ran), from /proc/stat.
 On a batch partition the jobs run under the scheduler, on other nodes: there each
-benchmark measures its own nodes (rfm/job_outcome.node_load), and the session is
+benchmark measures its own nodes (rfm/slurm_job.node_load), and the session is
 judged by what other programs used there while the benchmarks ran.
 
 A session disturbed by other programs measures them: its values are stored, but

@@ -33,7 +33,7 @@ from ..results.night_verdict import BAD_INPUT, NOT_RUN
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError, load_report
 from ..results.software_store import software_dir, store_software
-from ..rfm.inject import injection_for
+from ..rfm.inject_spec import injection_for
 from ..site.config import MODES
 from . import machine, progress, session_index
 from .child import GRACE, Interrupted, stop_on_signals

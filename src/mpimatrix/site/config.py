@@ -1,7 +1,7 @@
 """Generate the ReFrame site configuration from build records.
 
 One ReFrame environment per build, on every partition. Partitions launch with
-`srun` or `build-mpiexec` (rfm/launch.py). A build given as Lmod modules
+`srun` or `build-mpiexec` (rfm/launchers.py). A build given as Lmod modules
 (builds/lmod.py) has an environment that loads them. Loading the configuration has no
 side effect but the results directory (ReFrame's file log handler does not create its
 directory) and, with module builds, LMOD_CMD for ReFrame's Lmod backend when the shell
@@ -20,7 +20,7 @@ from ..builds.record import BuildError, BuildRecord
 from ..builds.sources import BuildSet, load_builds
 from ..paths import project_root, reports_dir, results_db, results_dir
 from ..rfm.fixtures import OSU_SOURCE_ENV
-from ..rfm.launch import BUILD_MPIEXEC
+from ..rfm.launchers import BUILD_MPIEXEC
 from ..shell import shell_value
 from .partitions import keep_partitions
 from .systems import site_systems

@@ -23,7 +23,7 @@ import yaml
 from ..builds.record import BuildError
 from ..paths import project_root, results_dir
 from ..placement import node_features
-from ..rfm.launch import BUILD_MPIEXEC, METHODS, SRUN
+from ..rfm.launchers import BUILD_MPIEXEC, METHODS, SRUN
 
 REQUIRED = ("name", "hostnames", "partitions")
 #: A site's existing ReFrame configuration whose systems mpimatrix runs on.

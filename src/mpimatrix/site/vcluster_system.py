@@ -7,7 +7,7 @@ Two partitions over the same nodes, both with the `squeue-all` scheduler
 backend needs; it also sees finished jobs, see squeue_backend.py):
 
 - compute: launcher `srun`, `srun --mpi=<plugin of the build's PMI>` (pmix for
-  Open MPI, pmi2 for the MPICH family; rfm/launch.py);
+  Open MPI, pmi2 for the MPICH family; rfm/launchers.py);
 - compute_mpirun: launcher `build-mpiexec`, the build's own mpirun/mpiexec
   inside the allocation.
 
@@ -22,7 +22,7 @@ import os
 
 from ..paths import results_dir
 from ..placement import node_features
-from ..rfm.launch import BUILD_MPIEXEC, SRUN
+from ..rfm.launchers import BUILD_MPIEXEC, SRUN
 from ..rfm.squeue_all import NAME as SCHEDULER
 from ..vcluster.cluster import is_up
 from ..vcluster.layout import Layout, default_dir

@@ -1,9 +1,9 @@
-"""How a test case's job ended, and where it ran: the check's side of job_outcome.py.
+"""How a test case's job ended, and where it ran: the check's side of slurm_job.py.
 
 A check defines `results_complete()` (output.py); its sanity function may use:
 
 - `failure_message(problems)`: '<build> <placement>: <a rank's crash>; <problems>';
-- `probed_host_problems()`: the hosts `hostname_probe_cmd()` (launching.py) wrote,
+- `probed_host_problems()`: the hosts `hostname_probe_cmd()` (check_launch.py) wrote,
   checked against the placement, into `hosts`;
 - `expected_failure`: a reason set before the sanity phase (e.g. a known issue in the
   check's pre-run hook) turns the failure into an XFAIL where the check says so
@@ -28,7 +28,7 @@ from ..builds.known_faults import HANG_AFTER_RESULTS, known_fault
 from ..placement import rank_host_problems
 from ..suites.crash import crash_report
 from . import hang_budget as budget
-from . import job_outcome
+from . import slurm_job
 
 
 class JobOutcomeMixin(rfm.RegressionTestPlugin):
@@ -36,7 +36,7 @@ class JobOutcomeMixin(rfm.RegressionTestPlugin):
     hosts = variable(typ.List[str], value=[])
 
     #: What other programs used on the job's nodes while the benchmark ran
-    #: (job_outcome.node_load; batch partitions only, {} elsewhere).
+    #: (slurm_job.node_load; batch partitions only, {} elsewhere).
     node_load = variable(typ.Dict[str, float], value={})
 
     #: Why this run is expected to fail (a known fault), or why it failed as expected
@@ -53,17 +53,17 @@ class JobOutcomeMixin(rfm.RegressionTestPlugin):
         nodes = [n for n in (self.job.nodelist or []) if n and n != "None"]
         if not self.hosts and self.current_partition.scheduler.registered_name != "local":
             self.hosts = nodes
-        self.net_bytes = job_outcome.net_bytes(self.stdout_text())
-        self.node_load = job_outcome.node_load(self.stdout_text(), job_outcome.kernel_id())
+        self.net_bytes = slurm_job.net_bytes(self.stdout_text())
+        self.node_load = slurm_job.node_load(self.stdout_text(), slurm_job.kernel_id())
         stderr = self.stderr_text()
-        if job_outcome.bad_end(self.job.state) or job_outcome.node_failure(stderr):
+        if slurm_job.bad_end(self.job.state) or slurm_job.node_failure(stderr):
             hung_for = getattr(self.job.scheduler, "hung_for", lambda job: None)(self.job)
             if hung_for is not None:
                 budget.record_hang(self.build.name, self.case_label, hung_for)
             complete = self.results_complete()
-            problems = [job_outcome.failure_reason(self.job.jobid, self.job.state, nodes,
+            problems = [slurm_job.failure_reason(self.job.jobid, self.job.state, nodes,
                                                    stderr, complete, hung_for)]
-            fault = (job_outcome.hung_after_results(self.job.state, complete, hung_for)
+            fault = (slurm_job.hung_after_results(self.job.state, complete, hung_for)
                      and known_fault(self.build, self.placement.nodes, HANG_AFTER_RESULTS))
             if fault:
                 # ReFrame reports an ExpectedFailureError from any stage as XFAIL, and

@@ -1,11 +1,11 @@
-"""A known slowdown or hang injected into one build's benchmark ranks (inject.py reads
+"""A known slowdown or hang injected into one build's benchmark ranks (inject_spec.py reads
 MPIMATRIX_INJECT), and the node meter, both through the injector library (a PMPI
 library the ProbeBuild fixture compiles with the build's wrapper).
 
 A benchmark check calls `inject_into_benchmark(path of the injector)` in its pre-run
 hook (after `launch_with_the_build` has chosen the launcher, whose options it extends).
 The injected spec is recorded in `injected`; the meter's readings become `node_load`
-(outcome.py).
+(check_outcome.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from reframe.core.builtins import variable
 from reframe.core.exceptions import ReframeError
 
 from ..shell import quote_argv
-from .inject import InjectError, injection_for
-from .launch import rank_env_options
+from .inject_spec import InjectError, injection_for
+from .launchers import rank_env_options
 
 
 class FaultInjectionMixin(rfm.RegressionTestPlugin):

@@ -35,8 +35,8 @@ from reframe.core.builtins import parameter, run_after, run_before, variable
 from ..builds.record import BenchmarkInstall
 from ..placement import Placement
 from ..shell import shell_value
-from . import job_outcome
-from .launch import (
+from . import slurm_job
+from .launchers import (
     BUILD_MPIEXEC,
     SRUN,
     BuildMpiexecLauncher,
@@ -146,8 +146,8 @@ class LaunchMixin(rfm.RegressionTestPlugin):
     @run_before("run", always_last=True)
     def frame_the_launch(self):
         if self.current_partition.extras.get("net_counters"):
-            self.prerun_cmds = [*self.prerun_cmds, job_outcome.net_snapshot_cmd("before")]
-            self.postrun_cmds = [job_outcome.net_snapshot_cmd("after"), *self.postrun_cmds]
+            self.prerun_cmds = [*self.prerun_cmds, slurm_job.net_snapshot_cmd("before")]
+            self.postrun_cmds = [slurm_job.net_snapshot_cmd("after"), *self.postrun_cmds]
         if (self.launch_method == BUILD_MPIEXEC and self.build.launcher_style == "hydra"
                 and self.current_partition.scheduler.registered_name != "local"):
             # Hydra starts one proxy per node with `srun -N<nodes> -n<nodes>`, which
