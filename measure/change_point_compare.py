@@ -30,16 +30,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from mpimatrix.results import history, steps
-from mpimatrix.results.measurements import load
-from mpimatrix.results.policy import DEFAULT_POLICY
-from mpimatrix.results.sessions import load_report
+from mpimatrix.validation.api import (
+    CHANGE_WINDOW,
+    DEFAULT_POLICY,
+    Series,
+    load,
+    load_report,
+    series_of,
+)
 
 
 def otava_points(values: list[float]) -> list[int]:
     from otava.analysis import compute_change_points
 
-    found, _ = compute_change_points(values, window_len=steps.WINDOW,
+    found, _ = compute_change_points(values, window_len=CHANGE_WINDOW,
                                      max_pvalue=DEFAULT_POLICY.max_pvalue)
     return [int(c.index) for c in found]
 
@@ -59,7 +63,7 @@ def ruptures_points(values: list[float]) -> list[int]:
     return [b for b in bkps if b < len(x)]
 
 
-def truth(series: history.Series) -> int | None:
+def truth(series: Series) -> int | None:
     """Index of the first point whose injected spec differs from the one before."""
     for i in range(1, len(series.points)):
         if series.points[i].injected != series.points[i - 1].injected:
@@ -73,7 +77,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     sessions = [load(load_report(Path(r))) for r in args.reports
                 if not r.endswith("latest.json")]
-    series = [s for s in history.series_of(sessions) if len(s.points) >= DEFAULT_POLICY.min_points]
+    series = [s for s in series_of(sessions) if len(s.points) >= DEFAULT_POLICY.min_points]
     print(f"# {len(sessions)} sessions, {len(series)} series "
           f"({sum(truth(s) is not None for s in series)} with an injected step)")
     detectors = {"otava": otava_points}

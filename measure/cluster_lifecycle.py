@@ -16,8 +16,7 @@ import statistics
 import sys
 import time
 
-from mpimatrix.vcluster import cluster
-from mpimatrix.vcluster.layout import Layout
+from mpimatrix.validation.api import Layout, cluster_down, cluster_up
 
 
 def main() -> int:
@@ -29,15 +28,15 @@ def main() -> int:
     rows = {}
     for n in args.nodes:
         lay = Layout.at(args.dir, n)
-        cluster.down(lay)  # start from nothing
+        cluster_down(lay)  # start from nothing
         for i in range(args.cycles):
             load = os.getloadavg()[0]
             t0 = time.monotonic()
-            st = cluster.up(lay)
+            st = cluster_up(lay)
             t_up = time.monotonic() - t0
             idle = sorted(st["sinfo"].values())
             t0 = time.monotonic()
-            res = cluster.down(lay)
+            res = cluster_down(lay)
             t_down = time.monotonic() - t0
             rows.setdefault(n, []).append((t_up, t_down))
             print(f"nodes={n} cycle={i + 1} up={t_up:.2f}s down={t_down:.2f}s "

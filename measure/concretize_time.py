@@ -44,8 +44,13 @@ from pathlib import Path
 
 import yaml
 
-from mpimatrix.builds.spack import site_overlay
-from mpimatrix.builds.spack import tool as spack_tool
+from mpimatrix.validation.api import (
+    SPACK_SITE_ENV,
+    find_spack,
+    spack_env_copy,
+    spack_version,
+    write_shims,
+)
 
 #: Spack's verbose per-root line: "==>   12.3s [ 50%] abcdefg <root spec>"
 ROOT_LINE = re.compile(r"^(?:==>)?\s*([\d.]+)s \[\s*\d+%\]\s+(\w{7})\s+(.*)$")
@@ -192,20 +197,20 @@ def main() -> int:
     ap.add_argument("--keep", metavar="DIR", help="environment copies here (kept)")
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # each run's figures as soon as it ends
-    spack = spack_tool.find_spack()
+    spack = find_spack()
     if spack is None:
         print("Spack not found (SPACK_ROOT or PATH); `mpimatrix spack locate` says how to get "
               "it", file=sys.stderr)
         return 2
     env = dict(os.environ)
-    env.setdefault(spack_tool.SITE_ENV, "debian-local")
-    if env[spack_tool.SITE_ENV] == "debian-local":
-        site_overlay.write_shims("debian-local", out=open(os.devnull, "w"))
+    env.setdefault(SPACK_SITE_ENV, "debian-local")
+    if env[SPACK_SITE_ENV] == "debian-local":
+        write_shims("debian-local", out=open(os.devnull, "w"))
     scratch = Path(args.keep or tempfile.mkdtemp(prefix="mpimatrix-concretize-"))
-    env_dir = spack_tool.env_copy(scratch / "env", args.spec)
-    version = spack_tool.spack_version(spack)
+    env_dir = spack_env_copy(scratch / "env", args.spec)
+    version = spack_version(spack)
     print(f"spack:             {version[0]} ({version[1][:10]}) {spack}")
-    print(f"site:              {env[spack_tool.SITE_ENV]}")
+    print(f"site:              {env[SPACK_SITE_ENV]}")
     print(f"date:              {time.strftime('%Y-%m-%d %H:%M %Z')}")
     print(f"environment copy:  {env_dir}")
     t0 = time.monotonic()

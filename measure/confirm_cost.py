@@ -19,24 +19,28 @@ again is what detecting its step costs), and, given several stores, for them tog
         --vary confirm_rounds=3 [--baseline FIELD=VALUE,...]
 
 `--baseline` prices against another setting than the default gate's, e.g. the whole-build
-settings before the defaults of 2026-12-02 (`--baseline pre-2026-12`).
+tolerances before 2026-12-02 (`--baseline build_floor=0.15,build_sigmas=4`; the modes of
+that gate are no longer settings).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 from collections import Counter
 from pathlib import Path
 
-from mpimatrix.results import references
-from mpimatrix.results.measurements import load
-from mpimatrix.results.night import to_confirm
-from mpimatrix.results.policy import BEFORE_2026_12, DEFAULT_POLICY, variation
-from mpimatrix.validation.gate_rates import require_at_least_one
-from mpimatrix.validation.replay import injected_of, read_store
+from mpimatrix.validation.api import (
+    Experiment,
+    Store,
+    load,
+    require_at_least_one,
+    split,
+    to_confirm,
+    variation,
+    varied_policy,
+)
 
 Night = tuple[float, float]  # minutes of session, of measuring again
 
@@ -50,14 +54,18 @@ def main(argv=None) -> int:
                         "is always the first)")
     p.add_argument("--baseline", default="", metavar="FIELDS",
                    help="the setting the others are priced against, FIELD=VALUE[,...] "
-                        f"(default: the default gate; 'pre-2026-12': {BEFORE_2026_12})")
+                        "(default: the default gate)")
     p.add_argument("--confirm-samples", type=int, metavar="K",
                    help="price the --vary settings' measuring again at K samples of each "
                         "test (`mpimatrix run --confirm-repeats K`) instead of the stored "
                         "confirmations' own; the baseline keeps them")
     args = p.parse_args(argv)
     require_at_least_one(p, args, "confirm_samples")
-    baseline = BEFORE_2026_12 if args.baseline == "pre-2026-12" else args.baseline
+    baseline = args.baseline
+    if baseline == "pre-2026-12":
+        p.error("--baseline pre-2026-12: the whole-build modes of the gate before 2026-12-02 "
+                "are no longer settings; --baseline build_floor=0.15,build_sigmas=4 prices "
+                "its tolerances")
     try:
         for vary in (baseline, *args.vary):
             variation(vary)
@@ -83,12 +91,12 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
     again; printed. `samples`: the settings after the first (the baseline) measure each test
     again that many times (its minutes scale with them: a confirmation's fixed part, a
     ReFrame start, is under 0.1 min here)."""
-    reports, first_rounds = read_store(store)
-    if not reports:
+    stored = Store(store).nights(rounds=1)  # each with its first round of measuring again
+    if not stored:
         sys.exit(f"{store}: no stored sessions (reports/*.json)")
-    unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:bless]
-    raw = [r for i, r in enumerate(reports) if i not in unchanged]
-    nights = [load(r) for r in raw]
+    bless_from, later = split(stored, bless)
+    nights = [load(n.report) for n in later]
+    first_rounds = {n.uuid: n.confirmations[0] for n in later if n.confirmations}
     per_test, repeats = {}, []
     for s in nights:
         if (conf := first_rounds.get(s.uuid)) is None:
@@ -102,19 +110,18 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
         sys.exit(f"{store}: no stored confirmation with its start and end times")
     usual = statistics.median(per_test.values())
     session = statistics.fmean(s.elapsed / 60 for s in nights)
-    print(f"{store}: {len(nights)} nights after {len(unchanged)} blessed; session "
+    print(f"{store}: {len(nights)} nights after {len(bless_from)} blessed; session "
           f"{session:.2f} min a night; one test measured again on every build {usual:.3f} "
           f"min (median over {len(per_test)} confirmations) at {max(repeats)} samples of "
           f"each test" + (f"; other settings priced at {samples}" if samples else ""))
     out: dict[str, dict[bool, list[Night]]] = {}
     for vary in settings:
-        policy = dataclasses.replace(DEFAULT_POLICY, **variation(vary))
-        refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
+        refset = Experiment.bless([n.report for n in bless_from], varied_policy(vary)).references
         out[vary] = {False: [], True: []}
         scale = samples / max(repeats) if samples and vary != settings[0] else 1.0
-        for s, report in zip(nights, raw, strict=True):
-            tests = {c.name for c in to_confirm(refset.applied(report), refset)}
-            out[vary][bool(injected_of(report))].append(
+        for s, night in zip(nights, later, strict=True):
+            tests = {c.name for c in to_confirm(refset.applied(night.report), refset)}
+            out[vary][bool(night.injected)].append(
                 (s.elapsed / 60, scale * len(tests) * per_test.get(s.uuid, usual)))
     print_costs(out)
     return out

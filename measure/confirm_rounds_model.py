@@ -2,10 +2,10 @@
 """What rounds of measuring again buy a whole build, by the gate's own model.
 
 The gate names a whole build when its factor is beyond the build tolerance in the
-session and, pooled (GatePolicy.build_confirm_pooled), the mean of the session's and the
-confirmation's factors is too; with GatePolicy.confirm_rounds > 1 a build whose pooled
-factor is still within close_spreads spreads of the threshold is measured again, one more
-draw a round (results/night.py close_calls). For a build spread (the night-to-night
+session and the mean of the session's and the confirmation's factors is too; with
+GatePolicy.confirm_rounds > 1 a build whose pooled factor is still within close_spreads
+spreads of the threshold is measured again, one more draw a round (results/night.py
+close_calls). For a build spread (the night-to-night
 spread of its factor against the other builds) and a tolerance, this prints per step the
 probability that it is named the night it happens (step 0: the false-alarm rate of an
 unchanged build) and the mean rounds measured when the session was outside, for 1, 2 and
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 
-from mpimatrix.results.floors import caught_pooled
+from mpimatrix.validation.api import caught_pooled
 
 
 def main(argv=None) -> int:

@@ -21,25 +21,28 @@ the detection floor from each: the floor `bless` prints assumes the nights sprea
 blessed sessions did.
 
     .venv/bin/python measure/gate_nights.py /tmp/gate-store
-    .venv/bin/python measure/gate_nights.py /tmp/gate-store --vary build_below_references=1
+    .venv/bin/python measure/gate_nights.py /tmp/gate-store --vary build_floor=0.1
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from mpimatrix.results import floors, references
-from mpimatrix.results.measurements import load
-from mpimatrix.results.night import judge_night
-from mpimatrix.results.policy import DEFAULT_POLICY, variation
-from mpimatrix.results.statistics import spread
-from mpimatrix.results.values import Kind
-from mpimatrix.validation.replay import confirmations_of, injected_of, sessions_of
+from mpimatrix.validation.api import (
+    Experiment,
+    Kind,
+    Store,
+    floor_step,
+    percentile,
+    robust_spread,
+    split,
+    value_floors,
+    varied_policy,
+)
 
 
 def main(argv=None) -> int:
@@ -48,25 +51,17 @@ def main(argv=None) -> int:
     p.add_argument("--bless", type=int, default=5)
     p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
-    reports, confirms = sessions_of(args.store), confirmations_of(args.store)
-    if not reports:
+    nights = Store(args.store).nights()  # every round of measuring again
+    if not nights:
         sys.exit(f"{args.store}: no stored sessions (reports/*.json)")
-    unchanged = [i for i, r in enumerate(reports) if not injected_of(r)][:args.bless]
-    policy = dataclasses.replace(DEFAULT_POLICY, **variation(args.vary))
-    refset = references.bless_in_memory([reports[i] for i in unchanged], policy)
-    history: list = [(refset.applied(reports[i]), []) for i in unchanged]
+    bless_from, later = split(nights, args.bless)
+    experiment = Experiment.bless([n.report for n in bless_from], varied_policy(args.vary))
     relative: dict[str, list[float]] = defaultdict(list)
     stepped: list[tuple[float, str, float]] = []
     # each gated value's session bests against the host on the unchanged nights
     night_bests: dict[tuple, list[float]] = defaultdict(list)
-    for n, report in enumerate(reports, 1):
-        if n - 1 in unchanged:
-            continue
-        session = refset.applied(report)
-        conf = [load(c) for c in confirms.get(session.uuid, [])]  # every round
-        night = judge_night(session, conf, refset, reversed(history))
-        history.append((session, conf))
-        injected = injected_of(report)
+    for judged in experiment.judge(later):
+        n, night, injected = judged.tag, judged.night, judged.stored.injected
         if injected is None:
             for v in night.judgement.verdicts:
                 if v.host_judged and v.samples:
@@ -92,7 +87,7 @@ def main(argv=None) -> int:
     print("\neach build's level over the others' on unchanged nights (median, robust "
           "spread, range):")
     for build, rs in sorted(relative.items()):
-        print(f"  {build}: {statistics.median(rs):.3f}, {spread(rs).cv:.1%}, "
+        print(f"  {build}: {statistics.median(rs):.3f}, {robust_spread(rs).cv:.1%}, "
               f"{min(rs):.3f}-{max(rs):.3f} over {len(rs)} nights")
     print("the slowed build's relative level on the injected nights, and whether it stood "
           "above every unchanged night of that build:")
@@ -103,7 +98,7 @@ def main(argv=None) -> int:
         print(f"  +{level:.0%} {build}: {r:.3f}{'  above' if above else ''}")
     for level, seen in sorted(by_level.items()):
         print(f"  +{level:.0%}: {sum(seen)} of {len(seen)} above their build's unchanged range")
-    print_night_spreads(night_bests, refset.stats)
+    print_night_spreads(night_bests, experiment.references.stats)
     return 0
 
 
@@ -111,19 +106,19 @@ def print_night_spreads(night_bests: dict, stats: dict) -> None:
     """Each gated value's robust spread over the unchanged nights (its session best
     against the host) over its blessed spread, and the detection floor each gives: the
     floor bless prints assumes the nights spread as the blessed sessions did."""
-    blessed = {(f.partition, f.environ, f.ref_key, f.var): f for f in floors.value_floors(stats)}
+    blessed = {(f.partition, f.environ, f.ref_key, f.var): f for f in value_floors(stats)}
     ratios, at_bless, at_nights = [], [], []
     for key, xs in night_bests.items():
         f = blessed.get(key)
         if f is None or f.kind == Kind.SHARE or f.spread <= 0 or len(xs) < 5:
             continue
-        c = spread(xs).cv
+        c = robust_spread(xs).cv
         ratios.append(c / f.spread)
         at_bless.append(f.step)
-        at_nights.append(floors.step(c, f.tolerance, f.kind))
+        at_nights.append(floor_step(c, f.tolerance, f.kind))
     if not ratios:
         return
-    pct = floors.percentile
+    pct = percentile
     print(f"\ngated values' spread from night to night over their blessed spread "
           f"({len(ratios)} values): median {pct(ratios, 0.5):.2f}, 10th-90th percentile "
           f"{pct(ratios, 0.1):.2f}-{pct(ratios, 0.9):.2f}")

@@ -8,7 +8,7 @@ Needs root. Brings up a cluster with as many nodes as the largest layout (or use
 the one up in --dir), compiles the placement probe (reframe_checks/src/mpi_placement.c)
 with the build's wrapper, then, per method and layout, one allocation that runs
 the probe --runs times back to back, launched exactly as the checks launch it
-(rfm/launch.py launch_argv), each run under `timeout`. Every run is one of:
+(rfm/launchers.py launch_argv), each run under `timeout`. Every run is one of:
   ok           exited 0 with every rank's line
   hang-after   every rank printed its line, then the run hung until the timeout
                (the MPI_Finalize hang of docs/cluster.md)
@@ -31,13 +31,17 @@ import sys
 import time
 from pathlib import Path
 
-from mpimatrix.builds.sources import load_builds
 from mpimatrix.placement import INTERNODE, INTRANODE, Placement
-from mpimatrix.rfm.launch import launch_argv
 from mpimatrix.shell import shell_value
-from mpimatrix.suites.crash import crash_report
-from mpimatrix.vcluster import cluster
-from mpimatrix.vcluster.layout import Layout
+from mpimatrix.validation.api import (
+    Layout,
+    cluster_run,
+    cluster_state,
+    cluster_up,
+    crash_report,
+    launch_argv,
+    load_builds,
+)
 
 PROBE = Path(__file__).resolve().parents[1] / "reframe_checks" / "src" / "mpi_placement.c"
 RANK_LINE = re.compile(r"^MPIMATRIX rank=\d+ ", re.M)
@@ -97,9 +101,9 @@ def main() -> int:
     if build is None:
         sys.exit(f"no build {args.build!r}")
     places = [layout(n) for n in args.layouts]
-    state = cluster.load_state(Layout.at(args.dir))
+    state = cluster_state(Layout.at(args.dir))
     lay = Layout.at(args.dir, state["nodes"] if state else max(p.nodes for p in places))
-    cluster.up(lay)
+    cluster_up(lay)
     root = Path(args.work) / build.name
     root.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **{k: os.path.expandvars(v) for k, v in build.env.items()}}
@@ -116,7 +120,7 @@ def main() -> int:
             script.write_text(job_script(build, place, method, work, args.runs, args.timeout))
             load = os.getloadavg()[0]
             t0 = time.monotonic()
-            cluster.run(lay, "head", [
+            cluster_run(lay, "head", [
                 "salloc", f"--nodes={place.nodes}", f"--ntasks={place.ranks}",
                 f"--ntasks-per-node={place.ppn}", "bash", str(script)],
                 timeout=args.runs * (args.timeout + 10) + 120)

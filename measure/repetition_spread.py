@@ -21,7 +21,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-from mpimatrix.cli import sessions_from_args
+from mpimatrix.validation.api import sessions_given
 
 
 def key_of(tc: dict) -> tuple[str, str, str]:
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     p.add_argument("--var", default="latency_8B|bandwidth_4MiB",
                    help="performance variables, a regex (default latency_8B|bandwidth_4MiB)")
     args = p.parse_args(argv)
-    sessions = sessions_from_args(args)  # default: results/reports/latest.json
+    sessions = sessions_given(args.report, args.session)  # default: the latest report
     acc = collect(sessions, args.check, args.var)
     if not acc:
         print("no passing test case with those performance variables", file=sys.stderr)

@@ -28,9 +28,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from mpimatrix.results.report import make_report, write  # noqa: E402
-from mpimatrix.results.report.render import workers  # noqa: E402
-from mpimatrix.validation.derived_session import LAYOUTS, derive, prices  # noqa: E402
+from mpimatrix.validation.api import (  # noqa: E402
+    DERIVED_LAYOUTS,
+    derive_session,
+    derived_prices,
+    drawing_workers,
+    make_report,
+    write_report,
+)
 
 FIXTURE = ROOT / "tests" / "fixtures" / "reports" / "compare-local-5builds.json.gz"
 
@@ -51,8 +56,8 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--report", help="a ReFrame JSON report (default: the derived session)")
     ap.add_argument("--derive", action="store_true", help="derive layouts from --report")
-    ap.add_argument("--layouts", type=int, default=len(LAYOUTS),
-                    help=f"derive the first N of the {len(LAYOUTS)} layouts (intranode, "
+    ap.add_argument("--layouts", type=int, default=len(DERIVED_LAYOUTS),
+                    help=f"derive the first N of the {len(DERIVED_LAYOUTS)} layouts (intranode, "
                     "internode, 2x2, 4x1, 4x2)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--jobs", type=int, help="drawing processes (MPIMATRIX_REPORT_JOBS)")
@@ -62,20 +67,20 @@ def main() -> int:
     if args.report:
         session = json.loads(Path(args.report).read_text())
         if args.derive:
-            session = derive(session, LAYOUTS[:args.layouts])
+            session = derive_session(session, DERIVED_LAYOUTS[:args.layouts])
     else:
         with gzip.open(FIXTURE, "rt") as fp:
-            session = derive(json.load(fp), LAYOUTS[:args.layouts])
+            session = derive_session(json.load(fp), DERIVED_LAYOUTS[:args.layouts])
     records = [tc for run in session["runs"] for tc in run["testcases"]]
     cases = {(tc["name"], tc["partition"], tc["environ"]) for tc in records}
     print(f"session: {len(cases)} test cases, {len(session['runs'])} runs, {len(records)} "
-          f"records; drawing processes: {workers()}, cores: {os.cpu_count()}")
+          f"records; drawing processes: {drawing_workers()}, cores: {os.cpu_count()}")
     walls, cpus = [], []
     with tempfile.TemporaryDirectory() as out:
         for i in range(args.repeats):
             w0, c0 = time.perf_counter(), cpu_seconds()
-            rep = make_report([session], name="bench", prices=prices())
-            html, _ = write(Path(out), "bench", rep.html, rep.markdown)
+            rep = make_report([session], name="bench", prices=derived_prices())
+            html, _ = write_report(Path(out), "bench", rep.html, rep.markdown)
             walls.append(time.perf_counter() - w0)
             cpus.append(cpu_seconds() - c0)
             print(f"repeat {i + 1}: {walls[-1]:.1f} s wall, {cpus[-1]:.1f} s CPU; "

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-from mpimatrix.results.software_store import software_dir  # noqa: E402
+from mpimatrix.validation.api import software_dir  # noqa: E402
 
 
 def main() -> None:

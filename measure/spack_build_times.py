@@ -33,10 +33,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from mpimatrix.builds.spack import activation, site_overlay
-from mpimatrix.builds.spack import tool as spack_tool
-from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources
 from mpimatrix.paths import offline_kit, project_root
+from mpimatrix.validation.api import (
+    KIT_ROWS,
+    add_kit_sources,
+    find_spack,
+    spack_env_copy,
+    write_activation,
+    write_shims,
+)
 
 
 def timed(cmd: list[str], env: dict, log: Path) -> tuple[float, int, str]:
@@ -63,17 +68,17 @@ def package_times(out: str) -> list[tuple[str, str]]:
 
 
 def bench_install(warm: int, cold: bool = True) -> int:
-    spack = spack_tool.find_spack()
+    spack = find_spack()
     kit = offline_kit()
     if spack is None or kit is None:
         print("needs Spack (`mpimatrix spack get --kit DIR`) and the offline kit")
         return 2
     with open(os.devnull, "w") as quiet:
-        site_overlay.write_shims("debian-local", out=quiet)
+        write_shims("debian-local", out=quiet)
     add_kit_sources(kit)
-    activation.write_activation()
+    write_activation()
     work = Path(tempfile.mkdtemp(prefix="spack-times-"))
-    env_dir = spack_tool.env_copy(work / "env", list(KIT_ROWS))
+    env_dir = spack_env_copy(work / "env", list(KIT_ROWS))
     tree = ["-c", f"config:install_tree:root:{work / 'opt'}"] if cold else []
     env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     where = f"empty install tree {work / 'opt'}" if cold else "Spack's own install tree"

@@ -37,10 +37,23 @@ from pathlib import Path
 
 from spack_matrix_build import busiest, cpu_busy, prepare
 
-from mpimatrix.builds.spack import buildcache
-from mpimatrix.builds.spack import tool as spack_tool
-from mpimatrix.builds.spack.kit import KIT_ROWS
-from mpimatrix.builds.spack.lockfile import Lock, read_lock
+from mpimatrix.validation.api import (
+    KIT_ROWS,
+    Lock,
+    cache_size,
+    default_cache,
+    env_with_lock,
+    find_spack,
+    install_times,
+    osu_latency_command,
+    read_install_log,
+    read_lock,
+    row_label,
+    spack_env_copy,
+    store_index,
+    store_root,
+    tree_scope,
+)
 
 
 def timed(cmd: list[str], env: dict, log: Path) -> tuple[float, int, str, float]:
@@ -60,7 +73,7 @@ def mib(n: int) -> str:
 def run_osu(lock: Lock, root: dict, index: dict, source: Path) -> str:
     """One line: the row's osu_latency from the new tree, and what ldd resolves."""
     try:
-        cmd, extra = buildcache.osu_latency_command(lock, root["hash"], index)
+        cmd, extra = osu_latency_command(lock, root["hash"], index)
     except KeyError as err:
         return f"not run: {err}"
     t0 = time.monotonic()
@@ -83,7 +96,7 @@ def main() -> int:
                     "--fresh: the rows installed in the source tree with those hashes)")
     ap.add_argument("--from-tree", type=Path, help="the install tree the rows are in "
                     "(default Spack's own)")
-    ap.add_argument("--mirror", default=str(buildcache.default_cache()), help="binary "
+    ap.add_argument("--mirror", default=str(default_cache()), help="binary "
                     "mirror: a directory or a URL (default the project's %(default)s)")
     ap.add_argument("--force", action="store_true", help="re-pack what the mirror has "
                     "already (a full push time)")
@@ -92,7 +105,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the new install tree")
     args = ap.parse_args()
 
-    spack = spack_tool.find_spack()
+    spack = find_spack()
     if spack is None:
         print("needs Spack (`mpimatrix spack get --kit DIR`)")
         return 2
@@ -101,25 +114,25 @@ def main() -> int:
     env_dir = args.env
     if env_dir is None:  # a new environment: the site's shims, the kit's sources first
         spack = prepare()
-        env_dir = spack_tool.env_copy(work / "env", list(KIT_ROWS))
+        env_dir = spack_env_copy(work / "env", list(KIT_ROWS))
         proc = subprocess.run([spack, "-e", str(env_dir), "concretize", "--fresh"], env=senv,
                               capture_output=True, text=True)
         if proc.returncode != 0:
             print((proc.stdout + proc.stderr)[-3000:])
             return 1
     lock = read_lock(env_dir / "spack.lock")
-    src_scope = (["-C", str(buildcache.tree_scope(work / "src-scope",
+    src_scope = (["-C", str(tree_scope(work / "src-scope",
                                                    args.from_tree.absolute()))]
                  if args.from_tree else [])
-    source = buildcache.store_root(spack, *src_scope, "-e", str(env_dir), env=senv)
-    index = buildcache.store_index(source)
+    source = store_root(spack, *src_scope, "-e", str(env_dir), env=senv)
+    index = store_index(source)
     rows = [r for r in lock.roots if r["hash"] in index]
     print(f"environment {env_dir}: {len(rows)} of {len(lock.roots)} rows installed in "
           f"{source}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}; busiest: "
           f"{busiest()}")
     for r in lock.roots:
         print(f"  {'installed ' if r in rows else 'not built '} /{r['hash'][:7]} "
-              f"{buildcache.row_label(lock, r)}")
+              f"{row_label(lock, r)}")
     if not rows:
         return 1
 
@@ -133,8 +146,8 @@ def main() -> int:
          "--update-index", *(["--force"] if args.force else []), mirror, *hashes],
         senv, work / "push.log")
     skipped = "already in the buildcache" in out or "already exist in the buildcache" in out
-    size = (f", cache {mib(buildcache.cache_size(Path(mirror))[0])} in "
-            f"{buildcache.cache_size(Path(mirror))[1]} files" if "://" not in mirror else "")
+    size = (f", cache {mib(cache_size(Path(mirror))[0])} in "
+            f"{cache_size(Path(mirror))[1]} files" if "://" not in mirror else "")
     print(f"\npush to {mirror}: {s:.0f} s (rc {rc}){size}; other processes {other:.0f} CPU-s"
           + ("; some specs were in the mirror already (--force re-packs them)"
              if skipped else ""))
@@ -149,16 +162,16 @@ def main() -> int:
     if len(str(tree)) > len(str(source)):
         print(f"WARNING: {tree} is longer than {source}: Spack cannot relocate binaries "
               "into a longer prefix (CannotGrowString); give a shorter --tree")
-    copy = buildcache.env_with_lock(env_dir, work / "copy")
-    scope = buildcache.tree_scope(work / "scope", tree, mirror)
+    copy = env_with_lock(env_dir, work / "copy")
+    scope = tree_scope(work / "scope", tree, mirror)
     load0 = os.getloadavg()[0]
     s, rc, out, other = timed(
         [spack, "-C", str(scope), "-e", str(copy), "install", "--use-buildcache", "only",
          *hashes], senv, work / "install.log")
-    new = buildcache.store_index(tree)
-    log = buildcache.read_install_log(out)
+    new = store_index(tree)
+    log = read_install_log(out)
     built = [h for h, rec in new.items()
-             if not (buildcache.install_times(rec["path"]) or {}).get("cache", False)]
+             if not (install_times(rec["path"]) or {}).get("cache", False)]
     print(f"install from the cache into {tree}: {s:.0f} s = {s / 60:.1f} min (rc {rc}; "
           f"goal <= 5 min); load {load0:.2f} -> {os.getloadavg()[0]:.2f}, other processes "
           f"{other:.0f} CPU-s\n  {len(log.extracted)} packages extracted from the cache, "
@@ -174,7 +187,7 @@ def main() -> int:
     for r in rows:
         line = run_osu(lock, r, new, source)
         results.append(line.startswith("ok"))
-        print(f"  {buildcache.row_label(lock, r).removeprefix('mpimatrix-benchmarks ')}: "
+        print(f"  {row_label(lock, r).removeprefix('mpimatrix-benchmarks ')}: "
               f"{line}")
     if args.keep:
         print(f"kept {tree} and {work}")

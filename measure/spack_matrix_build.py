@@ -40,12 +40,27 @@ from pathlib import Path
 import yaml
 from concretize_time import busiest
 
-from mpimatrix.builds.spack import activation, buildcache, site_overlay
-from mpimatrix.builds.spack import tool as spack_tool
-from mpimatrix.builds.spack.installed import spack_env_args
-from mpimatrix.builds.spack.kit import KIT_ROWS, add_kit_sources
-from mpimatrix.builds.spack.lockfile import Lock, read_lock
 from mpimatrix.paths import offline_kit
+from mpimatrix.validation.api import (
+    KIT_ROWS,
+    Lock,
+    add_kit_sources,
+    build_log_path,
+    find_spack,
+    install_times,
+    phases_text,
+    read_lock,
+    row_label,
+    row_mpi,
+    row_nodes,
+    spack_env_args,
+    spack_env_copy,
+    store_index,
+    store_root,
+    tree_scope,
+    write_activation,
+    write_shims,
+)
 
 
 def cpu_busy() -> float:
@@ -63,14 +78,14 @@ def children_cpu() -> float:
 def prepare() -> str:
     """Spack, the site's shims, the kit's sources in the mirror, the activation. Only for
     a new environment: the shims are re-made, which a build using them would not survive."""
-    spack = spack_tool.find_spack()
+    spack = find_spack()
     kit = offline_kit()
     if spack is None or kit is None:
         raise SystemExit("needs Spack (`mpimatrix spack get --kit DIR`) and the offline kit")
     with open(os.devnull, "w") as quiet:
-        site_overlay.write_shims("debian-local", out=quiet)
+        write_shims("debian-local", out=quiet)
     add_kit_sources(kit)
-    activation.write_activation()
+    write_activation()
     return spack
 
 
@@ -96,18 +111,18 @@ def node_lines(lock: Lock, root: dict, index: dict[str, dict], since: float | No
     """Lines for the nodes of a row, and the seconds per role of those built for it (since:
     installed after that time; None: every node not counted for an earlier row)."""
     lines, sums = [], {}
-    mpi = buildcache.row_mpi(lock, root["hash"])
+    mpi = row_mpi(lock, root["hash"])
     if mpi is not None and mpi.is_external:
         lines.append(f"    {'MPI':6s} {mpi.name}@{mpi.version} external, {mpi.external_path}")
-    for rn in buildcache.row_nodes(lock, root["hash"]):
+    for rn in row_nodes(lock, root["hash"]):
         rec = index.get(rn.node.hash)
         if rec is None:
             lines.append(f"    {rn.role:6s} {rn.label:48s} not installed")
             continue
-        times = buildcache.install_times(rec["path"]) or {}
+        times = install_times(rec["path"]) or {}
         new = (since is None and rn.node.hash not in counted) or (
             since is not None and (rec.get("installation_time") or 0) >= since)
-        how = "from a binary cache" if times.get("cache") else buildcache.phases_text(times)
+        how = "from a binary cache" if times.get("cache") else phases_text(times)
         if not new:
             why = "installed before" if since is not None else "counted in an earlier row"
             lines.append(f"    {rn.role:6s} {rn.label:48s} ({why})")
@@ -173,14 +188,14 @@ def build_rows(spack: str, env_dir: Path, rows: list[str], scope: list[str], sto
             text = log.read_text(errors="replace")
             error = next((ln for ln in text.splitlines() if ln.startswith("==> Error")), "")
             print(f"  FAILED: {error[4:].strip() or 'see the install output'}\n  build log: "
-                  f"{buildcache.build_log_path(text) or '(none: nothing was built)'}; "
+                  f"{build_log_path(text) or '(none: nothing was built)'}; "
                   f"install output: {log}")
         root = lock_root(lock, all_rows, row)
         sums = {}
         if root is None:
             print("  (row not found in the lock: no recorded times)")
         else:
-            lines, sums = node_lines(lock, root, buildcache.store_index(store), since, counted)
+            lines, sums = node_lines(lock, root, store_index(store), since, counted)
             print("\n".join(lines))
         results.append({"row": row, "wall": wall, "rc": rc, "sums": sums,
                         "other_cpu": other})
@@ -189,12 +204,12 @@ def build_rows(spack: str, env_dir: Path, rows: list[str], scope: list[str], sto
 
 def from_times(lock_path: Path, store: Path) -> int:
     lock = read_lock(lock_path)
-    index = buildcache.store_index(store)
+    index = store_index(store)
     print(f"lock {lock_path} ({len(lock.roots)} rows), install tree {store} "
           f"({len(index)} installed)")
     results, counted = [], set()
     for i, root in enumerate(lock.roots, 1):
-        row = buildcache.row_label(lock, root)
+        row = row_label(lock, root)
         lines, sums = node_lines(lock, root, index, None, counted)
         print(f"\nrow {i}/{len(lock.roots)}: {row}"
               + ("" if root["hash"] in index else "  (not installed)"))
@@ -219,26 +234,26 @@ def main() -> int:
                     "<--env>/spack.lock)")
     args = ap.parse_args()
 
-    spack = spack_tool.find_spack()
+    spack = find_spack()
     if spack is None:
         print("needs Spack (`mpimatrix spack get --kit DIR`)")
         return 2
     work = Path(tempfile.mkdtemp(prefix="spack-matrix-"))
-    scope = (["-C", str(buildcache.tree_scope(work / "scope", args.install_tree.absolute()))]
+    scope = (["-C", str(tree_scope(work / "scope", args.install_tree.absolute()))]
              if args.install_tree else [])
     senv = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
     if args.from_times:
         lock = args.lock or (args.env / "spack.lock" if args.env else None)
         if lock is None:
             ap.error("--from-times needs --lock (or --env)")
-        store = buildcache.store_root(spack, *scope, *spack_env_args(lock), env=senv)
+        store = store_root(spack, *scope, *spack_env_args(lock), env=senv)
         shutil.rmtree(work, ignore_errors=True)  # nothing is built: no logs to keep
         return from_times(lock, store)
 
     env_dir = args.env
     if env_dir is None:  # a new environment: the site's shims, the kit's sources first
         spack = prepare()
-        env_dir = spack_tool.env_copy(work / "env", list(KIT_ROWS))
+        env_dir = spack_env_copy(work / "env", list(KIT_ROWS))
         t0 = time.monotonic()
         proc = subprocess.run([spack, *scope, "-e", str(env_dir), "concretize", "--fresh"],
                               env=senv, capture_output=True, text=True)
@@ -250,8 +265,8 @@ def main() -> int:
     elif not (env_dir / "spack.lock").is_file():
         ap.error(f"{env_dir}: no spack.lock (concretize it first)")
     rows = args.row or env_rows(env_dir)
-    store = buildcache.store_root(spack, *scope, "-e", str(env_dir), env=senv)
-    before = len(buildcache.store_index(store))
+    store = store_root(spack, *scope, "-e", str(env_dir), env=senv)
+    before = len(store_index(store))
     print(f"environment {env_dir}, {len(rows)} rows; install tree {store} ({before} "
           f"installed{', NOT empty: rows already built there are not timed' if before else ''}"
           f"); {os.cpu_count()} cores, -j{args.jobs}; logs in {work}")

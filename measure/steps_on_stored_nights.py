@@ -38,22 +38,33 @@ from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
-from mpimatrix.results import floors, gate, history, references
-from mpimatrix.results.measurements import load
-from mpimatrix.results.night import judge_night
-from mpimatrix.results.policy import DEFAULT_POLICY, variation
-from mpimatrix.results.values import Kind, case_name, kind_of
-from mpimatrix.validation.gate_rates import builds_of
-from mpimatrix.validation.replay import injected_of, read_store
-from mpimatrix.validation.tally import Rate
-from mpimatrix.validation.year import slow_case
+from mpimatrix.validation.api import (
+    REGRESSION,
+    WATCH,
+    Experiment,
+    Kind,
+    Rate,
+    Store,
+    StoredNight,
+    all_changes,
+    builds_of,
+    case_name,
+    change_points,
+    floor_step,
+    gated_values,
+    kind_of,
+    load,
+    series_against_host,
+    series_of,
+    slow_case,
+    split,
+    varied_policy,
+)
 
 
-def slowed(report: dict | None, build: str, level: float, key: tuple | None = None):
+def slowed(report: dict, build: str, level: float, key: tuple | None = None) -> dict:
     """A copy with the build's values (or one value: its ValueKey, (partition, environ,
     test name, var)) slowed by level."""
-    if report is None:
-        return None
     out = copy.deepcopy(report)
     for run in out["runs"]:
         for tc in run["testcases"]:
@@ -63,20 +74,18 @@ def slowed(report: dict | None, build: str, level: float, key: tuple | None = No
     return out
 
 
-def first_night(refset, nights, before, builds, level) -> tuple[Rate, Rate]:
-    """(builds named the night of the step, other builds named with them)."""
+def first_night(experiment: Experiment, nights: list[StoredNight], builds: list[str],
+                level: float) -> tuple[Rate, Rate]:
+    """(builds named the night of the step, other builds named with them): each night
+    judged with one build slowed, the nights before it as stored."""
     named, others = Counter(), Counter()
-    history_ = [(refset.applied(r), []) for r in before]
-    for report, conf in nights:
-        for build in builds:
-            c = slowed(conf, build, level)
-            night = judge_night(refset.applied(slowed(report, build, level)),
-                                [load(c)] if c else [], refset, reversed(history_))
-            for b in night.judgement.builds:
+    for build in builds:
+        for judged in experiment.judge(nights, change=lambda r, b=build: slowed(r, b, level),
+                                       keep_stored=True):
+            for b in judged.night.judgement.builds:
                 counter = named if b.build == build else others
                 counter["n"] += 1
-                counter["k"] += b.status == gate.REGRESSION
-        history_.append((refset.applied(report), [load(conf)] if conf else []))
+                counter["k"] += b.status == REGRESSION
     return Rate(named["k"], named["n"]), Rate(others["k"], others["n"])
 
 
@@ -90,35 +99,34 @@ def build_by_history(reports, builds, level, starts) -> Rate:
     for k in starts:
         for build in builds:
             seq = reports[:k] + [slowed(r, build, level) for r in reports[k:k + 3]]
-            changes = history.all_changes([load(r) for r in seq])
+            changes = all_changes([load(r) for r in seq])
             n += 1
             hit += found_at(changes, lambda s, b=build: s.whole_build and s.build == b, k)
     return Rate(hit, n)
 
 
-def values_within_three(refset, reports, confs, blessed_n, level, starts,
-                        at_floor: bool = False) -> dict[str, tuple[Rate, Rate]]:
+def values_within_three(experiment: Experiment, nights: list[StoredNight], blessed_n: int,
+                        level: float, starts: list[int], at_floor: bool = False
+                        ) -> dict[str, tuple[Rate, Rate]]:
     """Each gated time or rate alone slowed from night k (by `level`, or with `at_floor`
     by its own detection floor, results/floors.py): {band: (seen the first night, on watch
     or a regression; named by the gate on nights k..k+2 or its step found by the history
     by night k + 2)}. The band is "" for one level, else the value's floor band."""
+    refset = experiment.references
     policy = refset.policy
     lone = policy.lone_pvalue_share * policy.max_pvalue
-    gated = [v for v in gate.judge(refset.applied(reports[blessed_n]), [], refset).verdicts
-             if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share
-             and v.key is not None]
-    applied = [refset.applied(r) for r in reports]
-    confirmed = [[load(c)] if c else [] for c in confs]
+    gated = [v for v in gated_values(nights[blessed_n].report, refset)
+             if not v.is_share and v.key is not None]
+    reports = [n.report for n in nights]
     counts: dict[str, Counter] = {}
     for k in starts:
-        base = history.against_host(history.series_of([load(r) for r in reports[:k + 3]]),
-                                    policy)
+        base = series_against_host(series_of([load(r) for r in reports[:k + 3]]), policy)
         for v in gated:
             build, key = v.build, v.key
             step = level
             if at_floor:
                 kind = kind_of(v.unit, v.higher_is_better)  # shares are not in `gated`
-                floor = floors.step(v.spread or 0.0, abs(v.tolerance or 0.0), kind)
+                floor = floor_step(v.spread or 0.0, abs(v.tolerance or 0.0), kind)
                 if not floor < 1:  # no step of a time or rate that size is seen
                     continue
                 # a rate's floor is its drop d: slowed 1 / (1 - d) times
@@ -126,17 +134,15 @@ def values_within_three(refset, reports, confs, blessed_n, level, starts,
             tally = counts.setdefault(_band(floor) if at_floor else "", Counter())
             tally["n"] += 1
             caught = False
-            earlier = list(zip(applied[:k], confirmed[:k], strict=True))
-            for j in range(k, min(k + 3, len(reports))):
-                s = refset.applied(slowed(reports[j], build, step, key))
-                c = slowed(confs[j], build, step, key)
-                night = judge_night(s, [load(c)] if c else [], refset, reversed(earlier))
-                earlier.append((s, [load(c)] if c else []))
-                status = next((x.status for x in night.judgement.verdicts if x.key == key),
-                              None)
+            # the step from night k on: the nights before it as stored
+            for j, judged in enumerate(experiment.judge(
+                    nights[k:k + 3], before=nights[:k],
+                    change=lambda r, b=build, s=step, kv=key: slowed(r, b, s, kv)), k):
+                status = next((x.status for x in judged.night.judgement.verdicts
+                               if x.key == key), None)
                 if j == k:
-                    tally["first"] += status in (gate.REGRESSION, gate.WATCH)
-                if status == gate.REGRESSION:
+                    tally["first"] += status in (REGRESSION, WATCH)
+                if status == REGRESSION:
                     caught = True
                     break
             if not caught:
@@ -147,7 +153,7 @@ def values_within_three(refset, reports, confs, blessed_n, level, starts,
                         p if i < k else replace(p, value=p.value / f if series.higher_is_better
                                                 else p.value * f)
                         for i, p in enumerate(series.points)])
-                    caught = any(abs(c.index - k) <= 1 for c in history.change_points(
+                    caught = any(abs(c.index - k) <= 1 for c in change_points(
                         stepped, lone, policy))
             tally["three"] += caught
     return {band: (Rate(c["first"], c["n"]), Rate(c["three"], c["n"]))
@@ -174,35 +180,34 @@ def main(argv=None) -> int:
                    help="single values, each slowed by its own detection floor (slow)")
     p.add_argument("--vary", default="", help="GatePolicy fields, FIELD=VALUE[,...]")
     args = p.parse_args(argv)
-    policy = replace(DEFAULT_POLICY, **variation(args.vary))
-    stored, by_uuid = read_store(args.store)
-    reports = [r for r in stored if not injected_of(r)]
-    if len(reports) < args.bless + 3:
-        sys.exit(f"{args.store}: {len(reports)} unchanged sessions, too few")
-    confs = [by_uuid.get(r["session_info"]["uuid"]) for r in reports]
-    refset = references.bless_in_memory(reports[:args.bless], policy)
+    # the unchanged nights, each with its first round of measuring again
+    unchanged = [n for n in Store(args.store).nights(rounds=1) if not n.injected]
+    if len(unchanged) < args.bless + 3:
+        sys.exit(f"{args.store}: {len(unchanged)} unchanged sessions, too few")
+    bless_from, nights = split(unchanged, args.bless)
+    experiment = Experiment.bless([n.report for n in bless_from], varied_policy(args.vary))
+    reports = [n.report for n in unchanged]
     builds = builds_of(reports[0])
-    nights = list(zip(reports[args.bless:], confs[args.bless:], strict=True))
     # steps from night k: the history needs 3 nights before them (steps.MIN_SEGMENT)
     starts = list(range(max(args.bless, 3), len(reports) - 2, 3))
     print(f"{args.store}: {len(reports)} unchanged sessions, blessed from the first "
           f"{args.bless}, {len(nights)} judged; {len(builds)} builds; history steps from "
           f"nights {', '.join(str(k + 1) for k in starts)}")
     for level in (float(x) for x in args.levels.split(",")):
-        named, others = first_night(refset, nights, reports[:args.bless], builds, level)
+        named, others = first_night(experiment, nights, builds, level)
         print(f"+{level:.0%}: whole build named the first night {named.text()}; other "
               f"builds named with it {others.text()}", flush=True)
         print(f"  whole build, history by the third night "
               f"{build_by_history(reports, builds, level, starts).text()}", flush=True)
         if args.values:
-            for first, three in values_within_three(refset, reports, confs, args.bless,
+            for first, three in values_within_three(experiment, unchanged, args.bless,
                                                     level, starts).values():
                 print(f"  single values alone: seen the first night {first.text()}; named "
                       f"within three nights (gate or history) {three.text()}", flush=True)
     if args.at_floor:
         print("single values alone, each slowed by its own detection floor (the step the "
               "model says is seen the first night 95 % of the time):")
-        for band, (first, three) in values_within_three(refset, reports, confs, args.bless,
+        for band, (first, three) in values_within_three(experiment, unchanged, args.bless,
                                                         0.0, starts, True).items():
             print(f"  {band}: seen the first night {first.text()}; named within three "
                   f"nights (gate or history) {three.text()}", flush=True)

@@ -92,12 +92,12 @@ def newest_reports(store: Path) -> list[Path]:
 
 def measure(source: Path, mode: str, builds: int, checkpoints: list[int], work: Path,
             seed: int) -> list[dict]:
-    from mpimatrix.validation.year import generate, recorded
+    from mpimatrix.validation.api import generate_year, recorded_nightly
 
     store = work / f"b{builds}"
     shutil.rmtree(store, ignore_errors=True)
     store.mkdir(parents=True)
-    rec = recorded(source, mode)
+    rec = recorded_nightly(source, mode)
     rows: list[dict] = []
 
     def at(done: int, nights: int) -> None:
@@ -105,7 +105,7 @@ def measure(source: Path, mode: str, builds: int, checkpoints: list[int], work: 
             rows.append(measure_store(store, builds, done, time.monotonic() - t0))
 
     t0 = time.monotonic()
-    generate(rec, max(checkpoints), builds, [], store, seed=seed, progress=at)
+    generate_year(rec, max(checkpoints), builds, [], store, seed=seed, progress=at)
     return rows
 
 
@@ -151,12 +151,13 @@ def plot(rows: list[dict], path: Path) -> None:
     """Time and peak memory of each command, and the store's size, against the nights
     stored: one line per command, solid for the most builds, dashed for the fewest (the
     report's figure style)."""
-    from mpimatrix.results.report.figures import PALETTE, grid, legend_below, log_y, plain_log
+    from mpimatrix.validation.api import PALETTE, figure_grid, legend_below, log_y, plain_log
 
     builds = sorted({r["builds"] for r in rows})
     names = [c for c in COLUMNS if any(c in r for r in rows)]
     labels = [*names, "store"]
-    fig, axes = grid(1, 3, 3.2, 2.4, legend=[f"{n}, {b} builds" for n in labels for b in builds])
+    fig, axes = figure_grid(1, 3, 3.2, 2.4,
+                            legend=[f"{n}, {b} builds" for n in labels for b in builds])
     (ax_t, ax_m, ax_s) = axes[0]
     for i, name in enumerate(names):
         for b in builds:

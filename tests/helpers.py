@@ -105,16 +105,6 @@ def require_lmod() -> None:
         pytest.skip(why)
 
 
-def least_slowed_policy(**changes):
-    """DEFAULT_POLICY with the whole-build settings before 2026-12-02 (policy.BEFORE_2026_12:
-    each build against the least-slowed build, 15 % at least; each still an option), for
-    the tests of what they do, and `changes` over them."""
-    from dataclasses import replace
-
-    from mpimatrix.results.policy import BEFORE_2026_12, DEFAULT_POLICY, variation
-    return replace(DEFAULT_POLICY, **{**variation(BEFORE_2026_12), **changes})
-
-
 #: Built from the offline kit when no build has OSU: one build of each family.
 KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
 

@@ -14,9 +14,7 @@ import yaml
 from mpimatrix.paths import project_root
 from mpimatrix.results.acceptance.requirements import RequirementsError, load_requirements
 from mpimatrix.results.acceptance.verdicts import (
-    INCONCLUSIVE,
-    MET,
-    NOT_MET,
+    Verdict,
     build_verdict,
     coverage,
     median_interval,
@@ -106,14 +104,14 @@ def test_verdicts_met_not_met_and_inconclusive_within_the_noise(tmp_path):
     fast = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02]
     slow = [3.0, 3.1, 2.9, 3.05, 2.95, 3.02]
     noisy = [1.5, 2.6, 1.8, 2.3, 1.9, 2.2]  # median 2.05: the bound is in the noise
-    assert build_verdict(req, "a", fast).verdict == MET
-    assert build_verdict(req, "b", slow).verdict == NOT_MET
+    assert build_verdict(req, "a", fast).verdict == Verdict.MET
+    assert build_verdict(req, "b", slow).verdict == Verdict.NOT_MET
     v = build_verdict(req, "c", noisy)
-    assert v.verdict == INCONCLUSIVE and v.low < 2 < v.high
+    assert v.verdict == Verdict.INCONCLUSIVE and v.low < 2 < v.high
     assert v.median == statistics.median(noisy)
     assert build_verdict(req, "a", fast).margin == pytest.approx((2 - 1.01) / 2)
     few = build_verdict(req, "d", fast[:3])
-    assert few.verdict == INCONCLUSIVE and "an interval at 95% needs 6" in few.reason
+    assert few.verdict == Verdict.INCONCLUSIVE and "an interval at 95% needs 6" in few.reason
 
 
 def test_the_run_takes_enough_passes_and_extends_the_osu_sweep_to_the_sizes_asked():

@@ -135,7 +135,13 @@ def foreign_global_writes(path: Path) -> list[str]:
     return out
 
 
-SCRIPTS = [*MODULES.values(), *sorted((ROOT / "benchmarks").glob("*.py"))]
+#: The measuring scripts (and their helper modules) beside the package.
+MEASURE = sorted((ROOT / "measure").glob("*.py"))
+SCRIPTS = [*MODULES.values(), *MEASURE]
+
+
+def test_the_measuring_scripts_are_found():
+    assert len(MEASURE) > 10, MEASURE
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -175,6 +181,42 @@ MAX_LINES = 350
 
 
 def test_no_module_is_over_the_size_limit():
-    big = {m: n for m, p in MODULES.items()
+    big = {str(p.relative_to(ROOT)): n for p in SCRIPTS
            if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not big, f"modules over {MAX_LINES} lines: {big}"
+    assert not big, f"modules and measuring scripts over {MAX_LINES} lines: {big}"
+
+
+#: What measure/ may import of the package: its interface for them, and the top-level
+#: helpers every layer uses.
+MEASURE_IMPORTS = {"mpimatrix.validation.api", "mpimatrix.paths", "mpimatrix.units",
+                   "mpimatrix.placement", "mpimatrix.shell"}
+
+
+@pytest.mark.parametrize("path", MEASURE, ids=lambda p: str(p.relative_to(ROOT)))
+def test_measuring_scripts_use_the_package_through_its_interface(path):
+    """measure/*.py import mpimatrix names from validation/api.py only (and the top-level
+    helpers), never the modules behind it nor the command line: what they lean on is one
+    list, which the package keeps working."""
+    from mpimatrix.validation.api import NAMES
+
+    modules = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            modules |= {a.name for a in node.names if a.name.startswith("mpimatrix")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mpimatrix"):
+            modules.add(node.module)
+            if node.module == "mpimatrix.validation.api":
+                unknown = {a.name for a in node.names} - set(NAMES)
+                assert not unknown, f"{path.name} imports {unknown}, not in validation/api.py"
+    assert modules <= MEASURE_IMPORTS, f"{path.name} imports {modules - MEASURE_IMPORTS}"
+
+
+def test_the_interface_of_measure_only_reaches_down():
+    """Each name validation/api.py offers comes from a module validation may import (no
+    command line), and resolves."""
+    from mpimatrix.validation import api
+
+    for name, (module, _) in api.NAMES.items():
+        assert LAYERS[module.split(".")[0]] <= LAYERS["validation"], (name, module)
+        assert f"mpimatrix.{module}" in MODULES, (name, module)
+        getattr(api, name)

@@ -11,7 +11,7 @@ import json
 import time
 
 import pytest
-from helpers import judged, six_pass_session
+from helpers import FIXTURES, judged, six_pass_session
 
 from mpimatrix.results import gate, watch
 from mpimatrix.results.measurements import load
@@ -31,7 +31,8 @@ def sendrecv(j: gate.Judgement) -> gate.ValueVerdict:
 
 @pytest.fixture(scope="module")
 def nights_without_bless_rule():
-    return list(judged_nights(recorded_halves(), 5, DEFAULT_POLICY.value_floor, NO_BLESS_RULE))
+    return list(judged_nights(recorded_halves(FIXTURES / "reports"), 5,
+                              DEFAULT_POLICY.value_floor, NO_BLESS_RULE))
 
 
 def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_second(
@@ -53,8 +54,8 @@ def test_a_value_alone_is_on_watch_the_first_night_and_a_regression_the_second(
     assert v.line().endswith("tolerance +30%; outside in session night-09 too)")
     red = sum(bool(j.regressions) for *_, j in nights_without_bless_rule)
     red_alone = sum(bool(alone.regressions) for _, _, alone, _ in nights_without_bless_rule)
-    # (3, 4) with the host factors over the gated values only (host_every_value off):
-    # night 6's Sendrecv then read +31 % too
+    # (3, 4) with the host factors over the gated values only (the gate before
+    # 2026-12-02): night 6's Sendrecv then read +31 % too
     assert (red, red_alone) == (2, 3)
 
 
@@ -62,7 +63,8 @@ def test_bless_leaves_out_a_value_whose_blessed_sessions_were_already_outside():
     """With the rule (the default: no blessed best beyond) the value is not gated, the
     statistics say why, and no unchanged night of the eight goes red; 4 of 55 values
     are left out by it."""
-    nights = list(judged_nights(recorded_halves(), 5, DEFAULT_POLICY.value_floor))
+    nights = list(judged_nights(recorded_halves(FIXTURES / "reports"), 5,
+                                DEFAULT_POLICY.value_floor))
     blessed = nights[0][1]
     rec = (blessed.stats["ImbCheck"]["local:default"]["mpich-4_0_2-debian"]
            ["MPI1:Sendrecv@intranode"]["latency_8B"])
@@ -177,7 +179,7 @@ def test_the_report_lists_a_value_on_watch():
 
     from mpimatrix.results.report import make_report
 
-    halves = recorded_halves()
+    halves = recorded_halves(FIXTURES / "reports")
     blessed = next(judged_nights(halves, 5, DEFAULT_POLICY.value_floor, NO_BLESS_RULE))[1]
     sessions = []
     for k in range(5, 9):  # nights 6-9

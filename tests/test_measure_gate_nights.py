@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import slowed
+from helpers import FIXTURES, slowed
 
-from mpimatrix.results.policy import BEFORE_2026_12
 from mpimatrix.validation.unchanged import recorded_halves
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,7 +24,7 @@ def store(tmp_path_factory) -> Path:
     """14 nights: 5 to bless, then unchanged ones with the victim +50 % on nights 8, 11."""
     root = tmp_path_factory.mktemp("store")
     (root / "reports").mkdir()
-    for i, night in enumerate(recorded_halves(), 1):
+    for i, night in enumerate(recorded_halves(FIXTURES / "reports"), 1):
         report = slowed(night, VICTIM, 0.5) if i in (8, 11) else night
         (root / "reports" / f"compare-{i:02d}.json").write_text(json.dumps(report))
     return root
@@ -156,9 +155,14 @@ def test_the_cost_of_measuring_again_per_setting_on_the_same_nights(confirmed_st
     assert "; other settings priced at 1\n" in one, one
     m = re.search(r"^  build_floor=0.03: measured again (\d+\.\d\d) min", one, re.M)
     assert m and float(m.group(1)) == pytest.approx(float(again6) / 3, abs=0.011), one
-    # against the settings before the defaults of 2026-12-02: the default gate is priced
-    old = measure("confirm_cost.py", str(confirmed_store), "--baseline", "pre-2026-12",
+    # against the whole-build tolerances before 2026-12-02: the default gate is priced
+    before = "build_floor=0.15,build_sigmas=4"
+    old = measure("confirm_cost.py", str(confirmed_store), "--baseline", before,
                   "--vary", "")
     names = re.findall(r"^  (.+): measured again .* against (.+)$", old, re.M)
-    assert [n for n, _ in names] == [BEFORE_2026_12, "the default gate"], old
-    assert {a for _, a in names} == {BEFORE_2026_12}, old
+    assert [n for n, _ in names] == [before, "the default gate"], old
+    assert {a for _, a in names} == {before}, old
+    gone = subprocess.run([sys.executable, str(ROOT / "measure" / "confirm_cost.py"),
+                           str(confirmed_store), "--baseline", "pre-2026-12"],
+                          capture_output=True, text=True, timeout=900)
+    assert gone.returncode == 2 and "no longer settings" in gone.stderr, gone.stderr

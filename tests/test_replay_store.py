@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from helpers import slowed
+from helpers import FIXTURES, slowed
 
 from mpimatrix.validation.replay import replay_store
 from mpimatrix.validation.unchanged import recorded_halves
@@ -23,7 +23,7 @@ def test_a_disturbed_night_is_no_earlier_night_of_the_watch_rule(tmp_path):
     """Blessed from 5 recorded quiet sessions; then three nights with the victim's PingPong
     twice as slow, the second disturbed: the third night's REGRESSION lines name the first
     night as the one where the values were outside before, not the disturbed one."""
-    halves = recorded_halves()
+    halves = recorded_halves(FIXTURES / "reports")
     reports = tmp_path / "reports"
     reports.mkdir()
     files = []

@@ -5,16 +5,24 @@ sessions (tests/fixtures/reports) with one build slowed as the clock injector sl
 from __future__ import annotations
 
 import pytest
-from helpers import slowed
+from helpers import FIXTURES, slowed
 
-from mpimatrix.results import floors, gate, references
-from mpimatrix.results.night import judge_night
-from mpimatrix.results.policy import DEFAULT_POLICY
-from mpimatrix.results.reference_set import ReferenceSet
+from mpimatrix.results import floors, gate
+from mpimatrix.validation.experiment import Experiment, applied_confirmations
+from mpimatrix.validation.store import StoredNight
 from mpimatrix.validation.tally import Z95, Rate, Tally, wilson
 from mpimatrix.validation.unchanged import recorded_halves
 
 VICTIM = "mpich-5.0.2-pypi"
+
+
+def stepped(halves: list[dict], plan, test: str = "") -> list[StoredNight]:
+    """Night k + 1 of each (k, level) of the plan, the victim slowed by the level (none:
+    unchanged), measured again (the next half, slowed alike) when it is slowed; tagged
+    (k, level)."""
+    return [StoredNight(slowed(halves[k], VICTIM, level, test) if level else halves[k],
+                        [slowed(halves[k + 1], VICTIM, level, test)] if level else [],
+                        (k, level)) for k, level in plan]
 
 
 def test_the_wilson_interval_matches_its_closed_forms():
@@ -31,21 +39,16 @@ def test_the_wilson_interval_matches_its_closed_forms():
 
 @pytest.fixture(scope="module")
 def tallied():
-    halves = recorded_halves()
-    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
-                               references.CommentedMap(), {}, DEFAULT_POLICY)
-    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    halves = recorded_halves(FIXTURES / "reports")
+    experiment = Experiment.bless(halves[:5])
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(blessed.stats)})
-    history = [(refset.applied(s), []) for s in halves[:5]]
+                   for f in floors.build_floors(experiment.references.stats)})
     nights = []
-    for k, level in ((5, None), (6, 0.5), (7, None), (8, 0.5), (9, None)):
-        report = slowed(halves[k], VICTIM, level) if level else halves[k]
-        conf = [refset.applied(slowed(halves[k + 1], VICTIM, level))] if level else []
-        night = judge_night(refset.applied(report), conf, refset, reversed(history))
-        history.append((night.session, conf))
-        tally.add(night, (VICTIM, level) if level else None, f"night {k + 1}")
-        nights.append((night, level))
+    plan = ((5, None), (6, 0.5), (7, None), (8, 0.5), (9, None))
+    for judged in experiment.judge(stepped(halves, plan), confirm=applied_confirmations):
+        k, level = judged.tag
+        tally.add(judged.night, (VICTIM, level) if level else None, f"night {k + 1}")
+        nights.append((judged.night, level))
     return tally, nights
 
 
@@ -94,13 +97,11 @@ def test_one_benchmark_slowed_counts_its_values_and_leaves_the_build_out():
     """MPIMATRIX_INJECT '<build>@MPI1:Allreduce': the victim's Allreduce values count as
     injected, its other values as unchanged (they are), its whole build not at all (one
     benchmark barely moves the build's median)."""
-    halves = recorded_halves()
-    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
-                               references.CommentedMap(), {}, DEFAULT_POLICY)
-    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    halves = recorded_halves(FIXTURES / "reports")
     tally = Tally()
-    night = judge_night(refset.applied(slowed(halves[5], VICTIM, 0.5, "MPI1:Allreduce$")),
-                        [], refset)
+    [judged] = Experiment.bless(halves[:5]).judge(
+        [StoredNight(slowed(halves[5], VICTIM, 0.5, "MPI1:Allreduce$"))], before=[])
+    night = judged.night
     tally.add(night, (VICTIM, 0.5))
     gated = [v for v in night.judgement.verdicts
              if v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) and not v.is_share]
@@ -116,21 +117,15 @@ def test_a_step_held_three_nights_counts_what_is_named_by_each_night():
     (one streak; an unchanged night after it ends it). A value outside alone is on watch
     the first night and a regression the second, so the values named by night 2 include
     those on watch at night 1; the counts by night k never fall."""
-    halves = recorded_halves()
-    blessed = references.bless(halves[:5], DEFAULT_POLICY.value_floor, None,
-                               references.CommentedMap(), {}, DEFAULT_POLICY)
-    refset = ReferenceSet(blessed.refs, blessed.stats, DEFAULT_POLICY)
+    halves = recorded_halves(FIXTURES / "reports")
     tally = Tally()
-    history = [(refset.applied(s), []) for s in halves[:5]]
     nights = []
-    for k, level in ((5, 0.5), (6, 0.5), (7, 0.5), (8, None)):
-        report = slowed(halves[k], VICTIM, level, "MPI1:PingPong$") if level else halves[k]
-        conf = ([refset.applied(slowed(halves[k + 1], VICTIM, level, "MPI1:PingPong$"))]
-                if level else [])
-        night = judge_night(refset.applied(report), conf, refset, reversed(history))
-        history.append((night.session, conf))
-        tally.add(night, (VICTIM, level) if level else None)
-        nights.append(night)
+    plan = ((5, 0.5), (6, 0.5), (7, 0.5), (8, None))
+    for judged in Experiment.bless(halves[:5]).judge(
+            stepped(halves, plan, "MPI1:PingPong$"), confirm=applied_confirmations):
+        level = judged.tag[1]
+        tally.add(judged.night, (VICTIM, level) if level else None)
+        nights.append(judged.night)
     [streak] = tally.streaks
     assert streak.victim == (VICTIM, 0.5) and streak.nights == 3
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 
 
@@ -16,10 +18,13 @@ def validate(*args: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
+RECORDED = Path(__file__).parent / "fixtures" / "reports"
+
+
 def test_unchanged_nights_on_the_recorded_sessions():
     """The 14 recorded quiet-machine halves: blessed from 5, 8 nights judged (the last
     one is only a confirmation); each night's line and the count of red ones."""
-    proc = validate("unchanged")
+    proc = validate("unchanged", str(RECORDED))
     assert proc.returncode == 0, proc.stderr
     nights = re.findall(r"^night (\d+): (\d+) values gated, (\d+) REGRESSION line\(s\), "
                         r"(\d+) on watch$", proc.stdout, re.M)
@@ -29,6 +34,19 @@ def test_unchanged_nights_on_the_recorded_sessions():
     assert re.search(rf"^unchanged nights red: {red} of 8 \(\d+%\); without the watch rule "
                      r"\d+ of 8; blessed from 5 sessions, \d+ values gated$", proc.stdout,
                      re.M), proc.stdout
+
+
+def test_unchanged_is_given_its_recorded_sessions_and_says_so_without_them(tmp_path):
+    """The product reads no test fixtures: the recorded sessions' folder (or --report
+    files) is given; without it, or with a folder holding none, the command says what it
+    needs."""
+    proc = validate("unchanged")
+    assert proc.returncode == 2
+    assert "give the folder of the recorded sessions (RECORDED" in proc.stderr, proc.stderr
+    proc = validate("unchanged", str(tmp_path))
+    assert proc.returncode == 1
+    assert f"{tmp_path}: no recorded sessions (imb-6pass-unchanged-<i>.json.gz)" in (
+        proc.stderr), proc.stderr
 
 
 def test_replay_of_a_folder_that_is_no_store_says_so(tmp_path):
@@ -53,9 +71,14 @@ def test_each_experiment_has_its_own_help():
 def test_replay_varies_the_gate_policy_by_field_and_refuses_an_unknown_field(tmp_path):
     from mpimatrix.results.policy import variation
 
-    assert variation("build_floor=0.1,build_below_references=1") == {
-        "build_floor": 0.1, "build_below_references": True}
+    assert variation("build_floor=0.1,build_sigmas=3") == {
+        "build_floor": 0.1, "build_sigmas": 3.0}
     assert variation("min_builds=4") == {"min_builds": 4}
+    with pytest.raises(ValueError, match=r"^--vary 'build_below_references=1': "
+                       r"build_below_references is no longer a GatePolicy field \(what a "
+                       r"whole build, or a value named with it, is held to never lies below "
+                       r"its references\); the fields: .*build_floor"):
+        variation("build_floor=0.1,build_below_references=1")
     (tmp_path / "reports").mkdir()
     proc = validate("replay", str(tmp_path), "--vary", "build_flor=0.1")
     assert proc.returncode == 2
@@ -68,7 +91,7 @@ def test_replay_varies_the_gate_policy_by_field_and_refuses_an_unknown_field(tmp
 def test_gate_slows_one_benchmark_and_refuses_a_bad_test_regex():
     """`validate gate --inject-test REGEX` injects '<build>@REGEX' (checked before any
     session runs: a regex that does not compile is an argparse error)."""
-    from mpimatrix.rfm.inject import injection_for
+    from mpimatrix.rfm.inject_spec import injection_for
     from mpimatrix.validation.gate_rates import scheduled
 
     build, level, spec = scheduled(0, True, ["mpich-4.0.2-debian"], [0.1], "MPI1:Allreduce$")

@@ -13,14 +13,7 @@ from ..reference_file import stats_path
 from ..results.acceptance.record import verdict_lines, write_record
 from ..results.acceptance.requirements import Requirements, load_requirements
 from ..results.acceptance.scope import Scope, SessionLoad
-from ..results.acceptance.verdicts import (
-    INCONCLUSIVE,
-    MET,
-    NOT_MET,
-    exit_code,
-    judge_all,
-    samples_needed,
-)
+from ..results.acceptance.verdicts import Verdict, exit_code, judge_all, samples_needed
 from ..results.measurements import Session, load
 from ..results.report.screenshot import ScreenshotError, print_pdf
 from ..run import machine
@@ -68,9 +61,9 @@ def evaluate(reqs: Requirements, sessions: list[Session], out_dir: Path, name: s
             print(f"record PDF: {print_pdf(html, html.with_suffix('.pdf'))}")
         except ScreenshotError as err:
             print(f"mpimatrix accept: no PDF: {err}")
-    n = {v: sum(rv.verdict == v for rv in verdicts) for v in (MET, NOT_MET, INCONCLUSIVE)}
-    print(f"{len(verdicts)} requirement(s): {n[MET]} met, {n[NOT_MET]} not met, "
-          f"{n[INCONCLUSIVE]} inconclusive, {len(verdicts) - sum(n.values())} not measured")
+    n = {v: sum(rv.verdict == v for rv in verdicts) for v in Verdict}
+    print(f"{len(verdicts)} requirement(s): {n[Verdict.MET]} met, {n[Verdict.NOT_MET]} not "
+          f"met, {n[Verdict.INCONCLUSIVE]} inconclusive, {n[Verdict.UNMEASURED]} not measured")
     return exit_code(verdicts)
 
 

@@ -13,11 +13,13 @@ spreads past the threshold (normal noise):
     rate:  m(1 - d)(1 + z c) = m(1 - t)   ->  d = 1 - (1 - t) / (1 + z c)
     share: d = t + z c, in percentage points
 
-The same holds for a whole build: its factor's spread over the blessed sessions and its
-build tolerance (`$builds`). A value outside alone is on WATCH that night and a
-REGRESSION the next (watch.py): its floor is the step seen the first night, named the
-second; a build's, or two values' of one build, turn the night red at once. At the
-tolerance t the same model gives each value's false-alarm rate on an unchanged night.
+The same is taken for a whole build: its factor's spread over the blessed sessions and its
+build tolerance (`$builds`). The gate names a build when its session and the geometric
+mean of its session and confirmation are beyond (caught_pooled), which both draws beyond
+implies: a build's floor here is an upper bound. A value outside alone is on WATCH that
+night and a REGRESSION the next (watch.py): its floor is the step seen the first night,
+named the second; a build's, or two values' of one build, turn the night red at once. At
+the tolerance t the same model gives each value's false-alarm rate on an unchanged night.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def caught(spread: float, tolerance: float, kind: Kind, stepped: float) -> float
 def caught_pooled(spread: float, tolerance: float, stepped: float, rounds: int = 1,
                   close: float = 1.0, trials: int = 20000, seed: int = 1
                   ) -> tuple[float, float]:
-    """A whole build judged with its confirmation pooled (build_confirm_pooled) and up to
+    """A whole build as the gate judges it, its session and confirmation pooled, with up to
     `rounds` rounds of measuring again (confirm_rounds, close_spreads `close`): the
     probability that a step of `stepped` is named the night it happens, and the mean
     number of rounds measured when the session was outside. Normal noise of `spread` on

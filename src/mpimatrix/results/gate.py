@@ -9,16 +9,17 @@ Where a partition ran three or more builds, each value is judged against the hos
 large-message times or rates), so that a host running 20 % slow for an hour, or
 running its small messages 4.6x slower, moves no verdict, while one build's slowdown
 stays its own. A slow host is reported on its own line (the machine, not a build), and
-each build as a whole gets a verdict too (gate_builds.py), against the least-slowed
-build (the median build where most builds were outside together), as are the values of
-a build that regressed as a whole.
+each build as a whole gets a verdict too (gate_builds.py), against the median of the
+other builds (the median build where most builds were outside together), as are the
+values of a build that regressed as a whole.
 
 ReFrame checks each sample against its reference as it runs. When a session's best is
 outside its tolerance, `mpimatrix run` measures the test case again on every build (a
 confirmation session stored with `confirms=<uuid>`), and the value is a regression only
 if the confirmation's best, against its own host factor, is still outside (in a build
-that regressed as a whole: at its with-build tolerance, GatePolicy.with_build_*). The
-database keeps every sample.
+that regressed as a whole: at its with-build tolerance, GatePolicy.with_build_*). A whole
+build is a regression when the geometric mean of its session factor and each round's
+confirmation factor is outside. The database keeps every sample.
 """
 
 from __future__ import annotations
@@ -33,7 +34,12 @@ from .reference_set import NO_REFERENCES, ReferenceSet
 from .status import Status
 from .value_verdict import ValueVerdict
 
-REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = Status
+REGRESSION = Status.REGRESSION
+WATCH = Status.WATCH
+NOISE = Status.NOISE
+PASS = Status.PASS
+NOT_GATED = Status.NOT_GATED
+NO_REFERENCE = Status.NO_REFERENCE
 
 
 @dataclass
@@ -76,13 +82,11 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                    for b in build_verdicts(conf_hosts, names, references)}
     values = [_confirmed_verdict(v, confirmed.get(v.key), conf_hosts[v.partition])
               for v in values]
-    # each round's own build factors, for a pooled verdict; with one round they are the
-    # confirmation's, computed above
-    rounds = ({} if not policy.build_confirm_pooled
-              else {k: (f,) for k, f in conf_builds.items()} if len(confirmations or []) < 2
+    # each round's own build factors, pooled with the session's; with one round they are
+    # the confirmation's, computed above
+    rounds = ({k: (f,) for k, f in conf_builds.items()} if len(confirmations or []) < 2
               else _round_factors(confirmations or [], measured, values, names, references))
     builds = [_build_decided(b, conf_builds.get((b.partition, b.build)),
-                             policy.build_confirm_pooled,
                              rounds.get((b.partition, b.build), ())) for b in builds]
     regressed = {(b.partition, b.build): b for b in builds if b.status == REGRESSION}
     values = [_with_build(v, confirmed.get(v.key, ()),
@@ -90,8 +94,7 @@ def judge(session: Session, confirmations: list[Session] | None = None,
                               v.size, v.higher_is_better, v.environ),
                           conf_hosts[v.partition].with_build_divisor(
                               v.size, v.higher_is_better, v.environ),
-                          regressed[v.partition, v.build].together,
-                          regressed[v.partition, v.build].others)
+                          regressed[v.partition, v.build].together)
               if (v.partition, v.build) in regressed else v for v in values]
     builds = [replace(b, regressed_values=sum(
         v.status == REGRESSION for v in values if (v.partition, v.build) == (b.partition, b.build)))
@@ -161,7 +164,7 @@ def _round_factors(confirmations: list[Session], measured: dict, values: list[Va
                    names: dict[str, str], references: ReferenceSet
                    ) -> dict[tuple[str, str], tuple[float, ...]]:
     """Each build's factor in each confirmation session on its own, in order: the draws
-    a pooled build verdict averages (one per round of measuring again)."""
+    a build verdict pools (one per round of measuring again)."""
     out: dict[tuple[str, str], list[float]] = {}
     for conf in confirmations:
         samples = _confirmed([conf], measured)
@@ -175,25 +178,21 @@ def _samples_of(samples: dict, v: ValueVerdict) -> tuple:
     return samples.get(v.key, ())
 
 
-def _build_decided(b: BuildVerdict, confirm_factor: float | None, pooled: bool = False,
+def _build_decided(b: BuildVerdict, confirm_factor: float | None,
                    rounds: tuple[float, ...] = ()) -> BuildVerdict:
-    """Pooled: the geometric mean of the session's factor and each round's (the session
-    and every confirmation round one draw each); otherwise the confirmation's samples
-    together must be outside too."""
-    if pooled and (rounds or confirm_factor is not None):
-        again: float | None = statistics.geometric_mean(
-            [b.factor, *(rounds or (confirm_factor,))])
-    else:
-        again = confirm_factor
+    """A build outside in the session is a regression when the geometric mean of its
+    session factor and each round's (one draw each; with no rounds given, the
+    confirmation's) is outside too, or when nothing was measured again."""
+    pooled = (statistics.geometric_mean([b.factor, *(rounds or (confirm_factor,))])
+              if rounds or confirm_factor is not None else None)
     status = (PASS if not b.first_failed else REGRESSION
-              if again is None or again > 1 + b.tolerance else NOISE)
-    return replace(b, confirm_factor=confirm_factor, status=status,
-                   confirm_rounds=rounds if pooled else (), pooled=again if pooled else None)
+              if pooled is None or pooled > 1 + b.tolerance else NOISE)
+    return replace(b, confirm_factor=confirm_factor, status=status, confirm_rounds=rounds,
+                   pooled=pooled)
 
 
 def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
-                confirm_divisor: float | None, median_build: bool = False,
-                others_median: bool = False) -> ValueVerdict:
+                confirm_divisor: float | None, median_build: bool = False) -> ValueVerdict:
     """A value of a build that regressed as a whole: a regression when, divided by what
     the build it was judged against showed in the value's class (Host.with_build_divisor,
     in the session and in the confirmation), the geometric mean of its session best and
@@ -202,7 +201,6 @@ def _with_build(v: ValueVerdict, confirmation: tuple, divisor: float | None,
         return v
     trial = replace(v, host=divisor, confirmation=confirmation, with_build=True,
                     with_median_build=median_build,
-                    with_others_median=others_median and not median_build,
                     confirm_host=confirm_divisor if confirmation else None)
     if trial.outside(trial.value, trial.with_build_share):
         return replace(trial, status=REGRESSION)

@@ -1,16 +1,15 @@
 """The gate above single values: the host of each partition, and each build as a whole.
 
-A build's factor is the median over its gated time and rate values of how much
-slower than its reference each ran, once its class's host factor is taken out (host.py),
-against the least-slowed build (against the median build where most builds would be
-outside at once: the machine moved them together), or, with
-GatePolicy.build_against_others, against the median of the other builds. A median
-over many values has far less noise than any one of them, so a build slowed by 10-25 %
-everywhere is found even where each value's own tolerance lets it pass
-(docs/validation.md). A build is a regression when its
-factor is beyond the build tolerance (from its spread over the blessed sessions,
-written by bless as `$builds` in the statistics file) in the session and again in
-the confirmation (with GatePolicy.build_confirm_pooled: the geometric mean of the two).
+A build's level is the median over its time and rate values with a reference (gated or
+not) of how much slower than its reference each ran, once its class's host factor is
+taken out (host.py); its factor is its level over the median of the other builds' levels
+(over the median build's where most builds would be outside at once: the machine moved
+them together). A median over many values has far less noise than any one of them, so a
+build slowed by 10 % everywhere is found even where each value's own tolerance lets it
+pass (docs/validation.md). A build is a regression when its factor is beyond the build
+tolerance (from the builds' spreads over the blessed sessions, written by bless as
+`$builds` in the statistics file) in the session, and the geometric mean of its session
+and confirmation factors (one draw per round of measuring again) is beyond it too.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from . import host
 from .policy import DEFAULT_POLICY, GatePolicy
 from .reference_set import ReferenceSet
 from .statistics import best
+from .status import Status
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ class Host:
     def with_build_divisor(self, size: int | None, higher_is_better: bool,
                            environ: str = "") -> float | None:
         """What a value of a build judged as a whole is divided by: what the level its
-        build was judged against (the least-slowed build's, or the other builds' median)
-        showed in its class (host.Slowdowns.expected)."""
+        build was judged against (the other builds' median, or the median build's) showed
+        in its class (host.Slowdowns.expected)."""
         level = self.judged.levels.get(environ, self.judged.level)
         if level is None:
             return None
@@ -92,7 +92,7 @@ class Host:
         what += [f"{c} {f - 1:+.0%} on every build at once"
                  for c, f in sorted(self.slow_classes.items())]
         if self.together:
-            against = host.level_name(False, self.slowdowns.policy.build_against_others)
+            against = host.level_name(False)
             what.append(f"{', '.join(self.together)} outside together against {against}, "
                         "judged against the median build")
         return (f"HOST {self.partition}: {'; '.join(what)}; values were judged against "
@@ -107,15 +107,13 @@ class BuildVerdict:
     partition: str
     build: str
     environ: str
-    values: int  # time and rate values its level was taken over (gated, or every one)
-    factor: float  # median slowdown against the least-slowed build or the others' median
+    values: int  # time and rate values with a reference its level was taken over
+    factor: float  # its level over the other builds' median (or the median build's)
     tolerance: float
     confirm_factor: float | None = None
     regressed_values: int = 0
-    status: str = ""
+    status: Status = Status.PASS  # decided once the confirmation is in (gate.py)
     together: bool = False  # judged against the median build (host.BuildFactors)
-    others: bool = False  # judged against the other builds' median (build_against_others)
-    every_value: bool = False  # its level over every value with a reference (host_every_value)
     #: each confirmation round's factor, where the verdict pooled them (policy.confirm_*)
     confirm_rounds: tuple[float, ...] = ()
     pooled: float | None = None  # the geometric mean of the session's and the rounds' factors
@@ -131,10 +129,8 @@ class BuildVerdict:
             each = ", ".join(f"{f - 1:+.0%}" for f in self.confirm_rounds)
             conf = (f"; measured again in {len(self.confirm_rounds)} rounds ({each}), "
                     f"pooled with the session {self.pooled - 1:+.0%}")
-        against = host.level_name(self.together, self.others)
-        values = "values" if self.every_value else "gated values"
-        return (f"{self.factor - 1:+.0%} against {against} (median over "
-                f"its {self.values} {values}{conf}; tolerance +{self.tolerance:.0%}); "
+        return (f"{self.factor - 1:+.0%} against {host.level_name(self.together)} (median "
+                f"over its {self.values} values{conf}; tolerance +{self.tolerance:.0%}); "
                 f"{self.regressed_values} of its values named with it")
 
     def line(self) -> str:
@@ -144,14 +140,14 @@ class BuildVerdict:
 def slowdown_table(values, samples_of, policy: GatePolicy = DEFAULT_POLICY
                    ) -> dict[str, host.Slowdowns]:
     """{partition: host.Slowdowns} of the values' best samples against their references
-    (gated times and rates; with policy.host_every_value every time and rate value with a
-    reference); every partition of the values has one."""
+    (every time and rate value with a reference, gated or not); every partition of the
+    values has one."""
     slow: dict[str, dict[str, dict[str, list[float]]]] = {}
     for v in values:
         xs = samples_of(v)
         by_class = slow.setdefault(v.partition, {})
-        if (v.host_judged or (policy.host_every_value and v.reference and not v.is_share)
-                ) and xs and v.reference > 0 and best(xs, v.higher_is_better) > 0:
+        if (v.reference and not v.is_share and xs and v.reference > 0
+                and best(xs, v.higher_is_better) > 0):
             by_class.setdefault(host.value_class(v.size, v.higher_is_better), {}).setdefault(
                 v.environ, []).append(host.slowdown(best(xs, v.higher_is_better),
                                                     v.reference, v.higher_is_better))
@@ -179,7 +175,5 @@ def build_verdicts(hosts_: dict[str, Host], names: dict[str, str],
     builds of partitions with a host factor and with policy.min_build_values values."""
     return [BuildVerdict(part, names[env], env, len(h.slowdowns.builds.slowdowns[env]),
                          factor, references.build_tolerance(part, env),
-                         together=bool(h.judged.together),
-                         others=references.policy.build_against_others,
-                         every_value=references.policy.host_every_value)
+                         together=bool(h.judged.together))
             for part, h in hosts_.items() for env, factor in h.judged.factors.items()]

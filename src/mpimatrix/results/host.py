@@ -9,12 +9,13 @@ latencies 4.6x slower on every build while bandwidths moved 30 %. So the gate ta
 host factor per class of values too (value_class: times or rates, small or large
 messages) and judges each value against its class's (bless divides by the partition's:
 samples.py). The gate never divides by less than 1 (that means references blessed on a
-slow machine). Builds as a whole are judged on
-what is left of their values once each class's host factor is taken out, against the
-least-slowed build, which no build's slow state of its own can raise; but where most
-builds would be outside at once, the machine moved them together and they are judged
-against the median build (Slowdowns.build_factors). With fewer than three builds values
-are judged as measured. Measurements: docs/validation.md.
+slow machine). Host factors and builds' levels are taken over every time and rate value
+with a reference, gated or not. Builds as a whole are judged on what is left of their
+values once each class's host factor is taken out (a build's level), each against the
+median of the other builds' levels; but where most builds would be outside at once, the
+machine moved them together and they are judged against the median build
+(Slowdowns.build_factors). With fewer than three builds values are judged as measured.
+Measurements: docs/validation.md.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ def against_usual(by_session: dict[str, float], higher_is_better: bool,
 
 @dataclass(frozen=True)
 class HostRow:
-    """One session and partition: each build's slowdowns (one per gated time or rate
-    value, against its reference or its usual) and what they give: the host factor, the
+    """One session and partition: each build's slowdowns (one per time or rate value,
+    against its reference or its usual) and what they give: the host factor, the
     least-slowed build, each build's own factor."""
 
     slowdowns: dict[str, list[float]]  # {environ: [slowdown of each value]}
@@ -71,15 +72,15 @@ class HostRow:
 
     @property
     def least(self) -> float | None:
-        """The least-slowed build's median slowdown (builds as a whole are judged against
-        it), or None with fewer than policy.min_builds builds."""
+        """The least-slowed build's median slowdown, or None with fewer than
+        policy.min_builds builds."""
         if len(self.medians) < self.policy.min_builds:
             return None
         return min(self.medians.values())
 
     def build_factor(self, environ: str, against: float) -> float | None:
-        """A build's median slowdown over `against` (the host factor or the least-slowed
-        build's), or None with fewer than policy.min_build_values values."""
+        """A build's median slowdown over `against` (the history's host factor), or None
+        with fewer than policy.min_build_values values."""
         xs = self.slowdowns.get(environ) or []
         if len(xs) < self.policy.min_build_values:
             return None
@@ -103,18 +104,20 @@ class BuildFactors:
     """Each build's factor as a whole and what it was judged against."""
 
     factors: dict[str, float]  # {environ: median slowdown over the level}
-    level: float | None  # the least-slowed build's (or the median build's) slowdown
+    #: the median build's level where the builds were judged together; otherwise the
+    #: least-slowed build's, for a build with no level in `levels`
+    level: float | None
     together: tuple[str, ...] = ()  # builds the machine moved at once (against the median)
-    #: against the other builds (policy.build_against_others): the level each build was
-    #: judged against, the median of the others' ({}: `level` for every build)
+    #: the level each build was judged against, the median of the other builds' levels
+    #: ({} where judged together: `level` for every build)
     levels: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Slowdowns:
-    """One session and partition: the slowdown of each gated time and rate value, by
-    class of values and build, and what they give: the host factor of each class and of
-    the partition, and each build's own factor."""
+    """One session and partition: the slowdown of each time and rate value with a
+    reference, by class of values and build, and what they give: the host factor of each
+    class and of the partition, and each build's own factor."""
 
     by_class: dict[str, dict[str, list[float]]]  # {class: {environ: [slowdowns]}}
     policy: GatePolicy = DEFAULT_POLICY
@@ -151,16 +154,16 @@ class Slowdowns:
         return HostRow(own, self.policy)
 
     def build_factors(self, tolerance: Callable[[str], float]) -> BuildFactors:
-        """Each build's factor against the least-slowed build; where more than half the
-        builds would be outside their tolerance against it, against the median build:
-        the machine moved them together (two of three builds sharing a shared-memory
-        path moved 15-25 % together for an hour on this VM, nothing changed in them)."""
+        """Each build's factor: its level over the median of the other builds' levels;
+        where more than half the builds would be outside their tolerance so, against the
+        median build: the machine moved them together (two of three builds sharing a
+        shared-memory path moved 15-25 % together for an hour on this VM, nothing changed
+        in them). Builds with fewer than policy.min_build_values values get none."""
         row = self.builds
         if row.least is None:
             return BuildFactors({}, None)
-        levels = self._others_levels() if self.policy.build_against_others else {}
-        factors = ({e: row.medians[e] / lv for e, lv in levels.items()} if levels
-                   else self._against(row.least))
+        levels = self._others_levels()
+        factors = {e: row.medians[e] / lv for e, lv in levels.items()}
         outside = tuple(sorted(e for e, f in factors.items() if f > 1 + tolerance(e)))
         if 2 * len(outside) <= len(factors):
             return BuildFactors(factors, row.least, levels=levels)
@@ -170,13 +173,9 @@ class Slowdowns:
     def expected(self, cls: str, level: float) -> float:
         """The slowdown a build at `level` (its median over its classes' host factors)
         shows in a class: the class's host factor times the level, the level never below
-        the references' own (1 over the median class factor: a least-slowed build faster
-        than its references holds no other build to that), and never below 1 (a value at
-        its reference is no regression). With one class: the least-slowed build's median
-        slowdown, never below 1. With policy.build_below_references: the class's host
-        factor times the level, both as measured."""
-        if self.policy.build_below_references:
-            return (self.factor_of(cls) or 1.0) * level
+        the references' own (1 over the median class factor: builds faster than their
+        references hold no other build to that), and never below 1 (a value at its
+        reference is no regression)."""
         usual = statistics.median(self.classes.values()) if self.classes else self.whole.factor
         floor = 1 / usual if usual else 0.0
         return judging((self.factor_of(cls) or 1.0) * max(level, floor)) or 1.0
@@ -207,12 +206,11 @@ def table(slowdowns: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
     return {k: HostRow(by_env, policy) for k, by_env in slowdowns.items()}
 
 
-def level_name(together: bool, others: bool) -> str:
+def level_name(together: bool) -> str:
     """What a whole build (and a value named with it) was judged against, for its line:
     the median build where most builds were outside together, else the other builds'
-    median (policy.build_against_others) or the least-slowed build."""
-    return ("the median build" if together else "the other builds' median" if others
-            else "the least-slowed build")
+    median."""
+    return "the median build" if together else "the other builds' median"
 
 
 def judging(factor: float | None) -> float | None:

@@ -52,7 +52,7 @@ def close_calls(session: Session, judgement: gate.Judgement, references: Referen
     is still close to its threshold (policy.close_spreads; among the cases the first
     round measured, as to_confirm chose them, never more):
 
-    - every test case of a build whose pooled factor (build_confirm_pooled) lies within
+    - every test case of a build whose pooled factor (session and rounds) lies within
       close_spreads spreads of its threshold, on either side: the blessed spread of its
       factor over the square root of the draws pooled (the session and each round);
     - the test cases of a value alone named a regression whose confirmation best lies

@@ -49,62 +49,40 @@ class GatePolicy:
     #: Builds a session and partition needs for a host factor (fewer: values are judged
     #: as measured); the median of three or more is not moved by one build's regression.
     min_builds: int = 3
-    #: Time and rate values (gated, or every one: host_every_value) a build needs for a
-    #: factor of its own.
+    #: Time and rate values with a reference a build needs for a factor of its own. The
+    #: host factors and a build's level are taken over all of them, gated or not, as bless
+    #: takes the blessed build spreads.
     min_build_values: int = 5
-    #: Take the host factors and each build's level over every time and rate value with a
-    #: reference, gated or not, as bless takes them for the blessed build spreads (off:
-    #: over the gated values only, about half as many: a build's level then moves more
-    #: from night to night than the spread bless measured for it).
-    host_every_value: bool = True
     #: Every build this much slower than its references at once: a HOST line.
     host_tolerance: float = 0.1
     #: A class of values (host.value_class) this much slower on every build at once: a
     #: HOST line naming the class. Wider than host_tolerance: a class holds fewer values
     #: (the small-message times of this VM's quiet sessions moved up to 12 % at once).
     host_class_tolerance: float = 0.25
-    #: The smallest tolerance of the verdict on a whole build. With the other five
-    #: whole-build settings here, 6 % named a build slowed 10 % the first night in 51 of 56
-    #: nights over four 3-hour runs on this VM, 1 of 56 unchanged nights red (15 % before:
-    #: a 10 % step went unseen).
+    #: The smallest tolerance of the verdict on a whole build: 6 % named a build slowed
+    #: 10 % the first night in 51 of 56 nights over four 3-hour runs on this VM, 1 of 56
+    #: unchanged nights red (15 % before: a 10 % step went unseen).
     build_floor: float = 0.06
     #: A whole build's tolerance when the statistics file holds none for it (references
     #: written by hand, or a build added since bless): the floor above assumes a spread
     #: bless measured; unmeasured, the slow states a build held alone through a session
     #: and its confirmation on this VM reached 15 %.
     build_tolerance_unblessed: float = 0.15
-    #: Judge whole builds against the least-slowed build's level even where it ran faster
-    #: than its references (off: never below them, so a build slowed by less than the
-    #: machine sped up since bless sits at its references and passes; on: a build's swings
-    #: against the others are judged too: 4 unchanged nights red of 20 on this VM on a night
-    #: it ran up to 22 % faster than blessed, no change on a night it never did).
-    build_below_references: bool = False
-    #: Judge each whole build against the median of the other builds' levels (each
-    #: level: the build's median once its classes' host factors are out) instead of the
-    #: least-slowed build's. The least of three noisy levels sits low, so every other
-    #: build reads high by most of a spread; the others' median does not.
-    build_against_others: bool = True
-    #: A whole build's tolerance is this many robust spreads of its factor over the
-    #: blessed sessions, at least build_floor (2: with the pooled spread and the pooled
-    #: confirmation, the floor binds on this VM; 4 set every tolerance above 10 %).
+    #: A whole build's tolerance is this many blessed spreads of its factor, at least
+    #: build_floor (2: the floor binds on this VM; 4 set every tolerance above 10 %). The
+    #: spread is the median over the partition's builds of their own blessed spreads.
     build_sigmas: float = 2.0
-    #: Each build's spread for its tolerance: the median over the partition's builds of
-    #: their blessed spreads (off: its own, from a handful of sessions, itself noisy).
-    build_spread_pooled: bool = True
-    #: A build outside in the session is a regression when the geometric mean of its
-    #: session and confirmation factors is outside (off: each alone must be). The
-    #: confirmation measures again only what failed, so its own factor is noisier.
-    build_confirm_pooled: bool = True
 
     # -- the confirmation -----------------------------------------------------------------
     #: Rounds of measuring again, at most (1: one confirmation). After each round the
     #: test cases of a verdict still close to its threshold (night.close_calls) are
     #: measured again, every build, until none is close or the rounds are spent.
     confirm_rounds: int = 1
-    #: Close: a whole build's pooled factor (build_confirm_pooled) within this many of
-    #: its spreads of its threshold, the blessed spread shrinking with the square root of
-    #: the draws pooled (the session and each round); a value alone, a regression whose
-    #: confirmation best lies within this many of its blessed spreads of its threshold.
+    #: Close (read only with confirm_rounds above 1): a whole build's pooled factor within
+    #: this many of its spreads of its threshold, the blessed spread shrinking with the
+    #: square root of the draws pooled (the session and each round); a value alone, a
+    #: regression whose confirmation best lies within this many of its blessed spreads
+    #: of its threshold.
     close_spreads: float = 1.0
 
     # -- a value of a build that regressed as a whole ------------------------------------
@@ -142,13 +120,20 @@ class GatePolicy:
 
 DEFAULT_POLICY = GatePolicy()
 
-#: The whole-build settings before the defaults of 2026-12-02, as `--vary` takes them:
-#: each build against the least-slowed build's level over its gated values, at 4 of its
-#: own blessed spreads and 15 % at least, the session and its confirmation each alone. A
-#: site that wants that gate blesses with them; measure/confirm_cost.py prices against
-#: them (`--baseline pre-2026-12`).
-BEFORE_2026_12 = ("host_every_value=0,build_floor=0.15,build_against_others=0,"
-                  "build_sigmas=4,build_spread_pooled=0,build_confirm_pooled=0")
+#: Fields earlier GatePolicies had, each now the one behaviour (its former default):
+#: ignored in a statistics file's `$policy`, refused by `--vary` with this reason.
+REMOVED = {
+    "host_every_value": "the host factors and each build's level are taken over every "
+                        "time and rate value with a reference",
+    "build_below_references": "what a whole build, or a value named with it, is held to "
+                              "never lies below its references",
+    "build_against_others": "each whole build is judged against the median of the other "
+                            "builds' levels",
+    "build_spread_pooled": "a build's blessed spread is the median of the partition's "
+                           "builds' spreads",
+    "build_confirm_pooled": "a build outside in the session is judged on the geometric "
+                            "mean of its session and confirmation factors",
+}
 
 
 def _fields() -> dict[str, type]:
@@ -157,18 +142,20 @@ def _fields() -> dict[str, type]:
 
 def variation(text: str) -> dict:
     """`--vary FIELD=VALUE[,FIELD=VALUE...]`: GatePolicy fields, typed as their defaults
-    (ValueError naming the item and the fields)."""
+    (ValueError naming the item and the fields; for a REMOVED one, what it became)."""
     fields = _fields()
     out: dict = {}
     for item in filter(None, text.split(",")):
         name, sep, value = item.partition("=")
+        if name in REMOVED:
+            raise ValueError(f"--vary {item!r}: {name} is no longer a GatePolicy field "
+                             f"({REMOVED[name]}); the fields: {', '.join(sorted(fields))}")
         if not sep or name not in fields:
             raise ValueError(f"--vary {item!r}: not FIELD=VALUE with a GatePolicy field "
                              f"({', '.join(sorted(fields))})")
         cast = fields[name]
         try:
-            out[name] = (value.lower() in ("1", "true", "yes") if cast is bool
-                         else cast(value))
+            out[name] = cast(value)
         except ValueError:
             article = "an" if cast.__name__[0] in "aeiou" else "a"
             raise ValueError(f"--vary {item!r}: {value!r} is not {article} "
@@ -178,7 +165,8 @@ def variation(text: str) -> dict:
 
 def from_record(record: object) -> GatePolicy:
     """The policy a statistics file's `$policy` records: its fields of the right type
-    over the defaults (a field it lacks, from an older bless, keeps its default)."""
+    over the defaults (a field it lacks, from an older bless, keeps its default; a key
+    that is no field, such as one of REMOVED, is ignored)."""
     if not isinstance(record, dict):
         return DEFAULT_POLICY
     fields = _fields()

@@ -3,8 +3,9 @@
 Per value: the samples of samples.py (one per session, its best pass, against
 the host); then the median, a robust spread, the number of samples, and a
 tolerance derived from the spread with a floor (statistics.py). Each build's
-factor against the least-slowed build over the sessions gives the tolerance of the verdict on
-the whole build (`$builds` in the statistics file).
+factor against the other builds over the sessions, their spreads pooled over the
+partition's builds, gives the tolerance of the verdict on the whole build (`$builds` in
+the statistics file).
 Times get an upper tolerance only (slower is a regression), rates and
 percentages a lower one. A value too noisy to gate is written with unbounded
 thresholds (ReFrame reports it, never fails it) and the reason.

@@ -4,7 +4,7 @@ One sample per session and value, the best of its passes (the gate judges a sess
 by the same statistic), or every pass when fewer than policy.min_samples sessions have the
 value (one site-acceptance session of 3 passes). Where three or more builds ran,
 each session's samples are divided by its host factor (host.py), as the gate
-judges them, and each build's factor against the least-slowed build is kept for the verdict on
+judges them, and each build's factor against the other builds is kept for the verdict on
 whole builds (gate_builds.py).
 """
 
@@ -140,18 +140,17 @@ def _slowdowns(items: list[tuple[str, Samples]], policy: GatePolicy,
 
 
 def build_stats(builds: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
-    """The `$builds` statistics: each build's factors over the sessions and the
-    tolerance of the gate's verdict on the whole build (gate_builds.py)."""
+    """The `$builds` statistics: each build's factors over the sessions, the spread of
+    the partition's builds (the median of each build's own) and the tolerance of the
+    gate's verdict on the whole build from it (gate_builds.py)."""
     out: dict = {}
     for part, envs in builds.items():
-        spreads = {env: spread(list(by_session.values())).cv
-                   for env, by_session in envs.items()}
         # a spread from a handful of sessions is itself noisy, and the builds' levels
         # against each other move alike (2.7-2.9 % from night to night for three builds
         # here): their median is steadier
-        pooled = statistics.median(spreads.values()) if spreads else 0.0
+        cv = statistics.median(spread(list(by_session.values())).cv
+                               for by_session in envs.values())
         for env, by_session in envs.items():
-            cv = pooled if policy.build_spread_pooled else spreads[env]
             out.setdefault(part, {})[env] = {
                 "factors": [round(x, 4) for x in by_session.values()],
                 "spread": round(cv, 4),

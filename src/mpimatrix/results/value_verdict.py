@@ -14,8 +14,6 @@ from .statistics import best
 from .status import Status
 from .values import value_label
 
-REGRESSION, WATCH, NOISE, PASS, NOT_GATED, NO_REFERENCE = Status
-
 
 @dataclass(frozen=True)
 class ValueVerdict:
@@ -46,13 +44,12 @@ class ValueVerdict:
     confirm_host: float | None = None  # the confirmation's host factor
     first_failed: bool = False  # the best of the session's own samples was outside
     with_build: bool = False  # a regression at the with-build tolerance
-    #: named with a build judged against the median build (most builds were outside)
+    #: named with a build judged against the median build (most builds were outside);
+    #: otherwise against the other builds' median
     with_median_build: bool = False
-    #: named with a build judged against the other builds' median (build_against_others)
-    with_others_median: bool = False
     key: ValueKey | None = None
     ref_key: str = ""  # the test case's reference key, "MPI1:PingPong@intranode"
-    status: Status = PASS
+    status: Status = Status.PASS
     reason: str = ""  # why not gated (from the statistics file), when known
     spread: float = 0.0  # blessed robust spread (CV), 0 when the statistics lack it
     #: a value alone: the earlier session where it was outside too (results/watch.py)
@@ -161,8 +158,7 @@ class ValueVerdict:
         named with its build what the build it was judged against showed."""
         if not self.with_build:
             return "against the host (host factor"
-        return (f"against {host.level_name(self.with_median_build, self.with_others_median)}"
-                " (factor")
+        return f"against {host.level_name(self.with_median_build)} (factor"
 
     def outside(self, value: float, share: float = 1.0) -> bool:
         """Beyond the tolerance (or the given share of it)."""
@@ -186,22 +182,22 @@ class ValueVerdict:
         return f"[{', '.join(f'{x:.3g}' for x in self.all_samples)}] {self.unit}"
 
     def _tail(self) -> str:
-        if self.status == WATCH:
+        if self.status == Status.WATCH:
             return ("; alone in its build, not outside in the session before: a REGRESSION "
                     "if outside next time")
         return f"; outside in session {self.outside_before} too" if self.outside_before else ""
 
     def why(self) -> str:
         """The reason the report lists beside the value, its reference and its change."""
-        if self.status == NOT_GATED:
+        if self.status == Status.NOT_GATED:
             return self.reason or "the reference has no tolerance"
-        where = "within" if self.status == NOISE else "outside"
+        where = "within" if self.status == Status.NOISE else "outside"
         return (f"{self.basis} {self._samples()}{self._against()}: {where} the tolerance "
                 f"{self.tolerance_label}{self._tail()}")
 
     def line(self) -> str:
         """The line `mpimatrix run` prints for a regression or a value on watch."""
-        word = "WATCH" if self.status == WATCH else "REGRESSION"
+        word = "WATCH" if self.status == Status.WATCH else "REGRESSION"
         return (f"{word} {self.build} {self.check} {self.placement} {self.what}: "
                 f"{self.change_label}{self._against()} ({self.basis} {self._samples()} vs "
                 f"reference {self.reference:.3g} {self.unit}, tolerance "

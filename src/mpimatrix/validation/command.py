@@ -17,3 +17,8 @@ def _mpimatrix() -> str:
 
 
 MPIMATRIX = _mpimatrix()
+
+
+def description(doc: str | None) -> str:
+    """A module docstring's first paragraph, whole, as an argparse description."""
+    return " ".join((doc or "").strip().split("\n\n")[0].split())

@@ -41,25 +41,24 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from ..results import floors, watch
-from ..results.measurements import load
-from ..results.night import judge_night
+from ..results import floors
 from ..results.policy import DEFAULT_POLICY, variation
-from ..results.reference_set import ReferenceSet
-from ..results.sessions import load_report
-from ..rfm.inject import InjectError, check_pattern
-from ..run import machine
+from ..rfm.inject_spec import InjectError, check_pattern
 from ..run.prune import KEEP_ENV
-from .command import MPIMATRIX
+from .command import MPIMATRIX, description
+from .experiment import Experiment
+from .store import Store, StoredNight, builds_of
 from .tally import Tally
 
 
-def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[dict, list]:
-    """One `mpimatrix run`; returns its report and its confirmation reports."""
+def run(store: Store, args, inject: str = "", confirm: bool = True) -> dict:
+    """One `mpimatrix run` in the store; returns its report (its confirmations are the
+    store's, read on)."""
     # the experiment reads its sessions' report files back, whatever their age
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), KEEP_ENV: "all"}
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(store.path), KEEP_ENV: "all"}
     env.pop("MPIMATRIX_INJECT", None)
     if inject:
         env["MPIMATRIX_INJECT"] = inject
@@ -69,8 +68,7 @@ def run(results: Path, args, inject: str = "", confirm: bool = True) -> tuple[di
     if not m:
         sys.exit(f"no report from {' '.join(cmd)} (rc={proc.returncode}):\n"
                  f"{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    report = load_report(Path(m.group(1)))
-    return report, confirmations(results, report)
+    return store.session_in(Path(m.group(1)))
 
 
 def require_at_least_one(parser: argparse.ArgumentParser, args: argparse.Namespace,
@@ -90,25 +88,6 @@ def run_command(args, confirm: bool = True) -> list[str]:
     if args.reframe:
         cmd += ["--", *args.reframe.split()]
     return cmd
-
-
-def confirmations(results: Path, report: dict) -> list:
-    """The confirmation reports of one session."""
-    uuid = report["session_info"]["uuid"]
-    confs = [load_report(f) for f in sorted((results / "reports").glob("*-confirm.json"))]
-    return [c for c in confs if (c["session_info"].get("confirms") or "") == uuid]
-
-
-def disturbed_in(results: Path) -> set[str]:
-    """The sessions of a store other programs disturbed (`mpimatrix run` records them):
-    the live gate's watch rule skips them (run/nights.py previous_nights)."""
-    return machine.disturbed_uuids(results / "db" / "machine-load.json")
-
-
-def stored_sessions(results: Path) -> list[dict]:
-    """The sessions already in the store (not their confirmations), oldest first."""
-    return [load_report(f) for f in sorted((results / "reports").glob("*.json"))
-            if not f.name.startswith("latest") and not f.name.endswith("-confirm.json")]
 
 
 def injections(report: dict) -> set[tuple[str, str]]:
@@ -149,14 +128,8 @@ def nights(args) -> list[tuple[int, bool]]:
     return schedule(args.sessions, args.inject_every, args.streak)
 
 
-def builds_of(report: dict) -> list[str]:
-    """The builds with performance values (the others have nothing to slow down)."""
-    return sorted({tc["build_name"] for r in report["runs"] for tc in r["testcases"]
-                   if tc.get("build_name") not in (None, "<undefined>") and tc.get("perfvalues")})
-
-
 def main(argv=None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description=description(__doc__))
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions to bless from")
     p.add_argument("--sessions", type=int, default=10, help="K: unchanged sessions (and "
                    "injected ones, one after every --inject-every unchanged)")
@@ -202,19 +175,20 @@ def main(argv=None, prog: str | None = None) -> int:
     if args.record:
         args.mode, args.reframe = "quick", f"{args.reframe} --reruns={args.record - 1}".strip()
     levels = [float(x) for x in args.levels.split(",")]
-    results = Path(args.results or f"/tmp/mpimatrix-gate-{time.strftime('%Y%m%dT%H%M%S')}")
+    store = Store(Path(args.results or f"/tmp/mpimatrix-gate-{time.strftime('%Y%m%dT%H%M%S')}"))
+    results = store.path
     t0 = time.time()
     print(f"# results store {results}; bless {args.bless}, K={args.sessions}, levels "
           f"{levels}, mode {args.mode}", flush=True)
-    stored = stored_sessions(results) if args.resume else []
+    stored = store.sessions if args.resume else []
     if stored:
         print(f"# resuming: {len(stored)} stored session(s)", flush=True)
     bless_reports = stored[:args.bless]
-    bless_reports += [run(results, args, confirm=False)[0]
+    bless_reports += [run(store, args, confirm=False)
                       for _ in range(args.bless - len(bless_reports))]
     if args.record:
-        return record_only(results, args, builds_of(bless_reports[0]), levels, t0)
-    if not (args.resume and ReferenceSet.of_store(results).stats):
+        return record_only(store, args, builds_of(bless_reports[0]), levels, t0)
+    if not (args.resume and store.references().stats):
         env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
         out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
                               *(["--vary", args.vary] if args.vary else []),
@@ -229,34 +203,17 @@ def main(argv=None, prog: str | None = None) -> int:
             return out.returncode
         print("\n".join(ln for ln in out.stdout.splitlines()
                         if not ln.startswith("mpimatrix bless: left out")), flush=True)
-    builds = builds_of(bless_reports[0])
-    stored = stored[args.bless:]
-    references = ReferenceSet.of_store(results)
+    # the references bless wrote; the sessions blessed from are the first nights before
+    experiment = Experiment(store.references(), tuple(bless_reports))
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(references.stats)})
-    # the sessions so far with their confirmations, for the watch rule (results/watch.py)
-    disturbed = disturbed_in(results)
-    history: list[watch.Night] = [(load(r), []) for r in bless_reports
-                                  if r["session_info"]["uuid"] not in disturbed]
-    for n_run, (i, injected) in enumerate(nights(args), 1):
-        build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
-        what = f"injected {build} +{level:.0%}" if injected else "unchanged"
-        if stored:
-            report = stored.pop(0)
-            if injections(report) != ({(build, f"clock={level}")} if injected else set()):
-                sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
-                         f"does not fit the schedule here ({what}); start a new store")
-            confs = confirmations(results, report)
-        else:
-            report, confs = run(results, args, inject=spec)
-        # against the references bless wrote last (blessed again during a run, e.g. with
-        # other settings, a session is judged as the gate would judge it now)
-        session = references.applied(report)
-        confirmed = [load(c) for c in confs]
-        night = judge_night(session, confirmed, references, reversed(history))
-        if session.uuid not in disturbed_in(results):  # as the live gate's watch rule
-            history.append((session, confirmed))
-        tally.add(night, (build, level) if injected else None, f"session {n_run}, {what}")
+                   for f in floors.build_floors(experiment.references.stats)})
+    # each night run (or, resuming, read) when its turn comes; the watch rule skips the
+    # nights other programs disturbed, as the live gate's does (read again each night)
+    planned = scheduled_nights(store, args, stored[args.bless:], builds_of(bless_reports[0]),
+                                 levels)
+    for judged in experiment.judge(planned, disturbed=store.disturbed):
+        n_run, what, injected = judged.tag
+        tally.add(judged.night, injected, f"session {n_run}, {what}")
         print(f"# session {n_run} {what}: {time.time() - t0:.0f} s", flush=True)
     print("\n".join([*tally.log, *tally.lines()]))
     print(f"run time: {(time.time() - t0) / 60:.1f} min")
@@ -270,14 +227,33 @@ def main(argv=None, prog: str | None = None) -> int:
     return 0
 
 
-def record_only(results: Path, args, builds: list[str], levels: list[float], t0: float) -> int:
+def scheduled_nights(store: Store, args, stored: list[dict], builds: list[str],
+                     levels: list[float]) -> Iterator[StoredNight]:
+    """The experiment's nights after bless, each with its confirmations, tagged (its
+    number, what was injected, (build, level) or None): the stored ones first where they
+    fit the schedule (--resume), then each run when the loop asks for it."""
     for n_run, (i, injected) in enumerate(nights(args), 1):
         build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
-        run(results, args, inject=spec, confirm=False)
+        what = f"injected {build} +{level:.0%}" if injected else "unchanged"
+        if stored:
+            report = stored.pop(0)
+            if injections(report) != ({(build, f"clock={level}")} if injected else set()):
+                sys.exit(f"--resume: stored session {report['session_info']['uuid']} "
+                         f"does not fit the schedule here ({what}); start a new store")
+        else:
+            report = run(store, args, inject=spec)
+        yield StoredNight(report, store.confirmations(report["session_info"]["uuid"]),
+                          (n_run, what, (build, level) if injected else None))
+
+
+def record_only(store: Store, args, builds: list[str], levels: list[float], t0: float) -> int:
+    for n_run, (i, injected) in enumerate(nights(args), 1):
+        build, level, spec = scheduled(i, injected, builds, levels, args.inject_test)
+        run(store, args, inject=spec, confirm=False)
         what = f"injected {build} +{level:.0%}" if injected else "unchanged"
         print(f"# session {n_run} {what}: "
               f"{time.time() - t0:.0f} s", flush=True)
-    print(f"recorded in {results}: mpimatrix validate replay {results} "
+    print(f"recorded in {store.path}: mpimatrix validate replay {store.path} "
           f"--passes 3 --settings ...")
     return 0
 

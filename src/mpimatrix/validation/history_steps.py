@@ -32,7 +32,7 @@ from ..results import history
 from ..results.measurements import load
 from ..results.sessions import load_report
 from ..run.prune import KEEP_ENV
-from .command import MPIMATRIX
+from .command import MPIMATRIX, description
 
 
 def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> None:
@@ -78,12 +78,13 @@ def analyse(reports: list[dict], build: str, step_at: int, slowdown: float) -> N
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    p.add_argument("--sessions", type=int, default=12)
+    p = argparse.ArgumentParser(prog=prog, description=description(__doc__))
+    p.add_argument("--sessions", type=int, default=12, help="nightly sessions to run (12)")
     p.add_argument("--step-at", type=int, default=6, help="first injected session (1-based)")
-    p.add_argument("--slowdown", type=float, default=0.15)
+    p.add_argument("--slowdown", type=float, default=0.15,
+                   help="the injected step: every timed interval this much longer (0.15)")
     p.add_argument("--build", help="build to slow down (default: the first with IMB)")
-    p.add_argument("--mode", default="quick")
+    p.add_argument("--mode", default="quick", help="mpimatrix run mode (default quick)")
     p.add_argument("--results", help="results store (default: a new one under /tmp)")
     p.add_argument("--analyse", type=Path, metavar="STORE",
                    help="only analyse the sessions of an earlier run's store")

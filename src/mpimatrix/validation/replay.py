@@ -26,7 +26,7 @@ confirmation it would have asked for.
     mpimatrix validate replay /tmp/mpimatrix-gate-20261124T120000
     mpimatrix validate replay <store> --settings 0.3:4:0.3:0,0.3:4:0.3:99
     mpimatrix validate replay <store> --spread
-    mpimatrix validate replay <store> --vary build_floor=0.1 --vary build_below_references=1
+    mpimatrix validate replay <store> --vary build_floor=0.1 --vary build_sigmas=4
 """
 
 from __future__ import annotations
@@ -34,28 +34,21 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
-import re
 import statistics
 import sys
 from pathlib import Path
 
-from ..results import floors, references, samples
+from ..results import floors, samples
 from ..results.measurements import Session, load
-from ..results.night import Night, judge_night, to_confirm
+from ..results.night import Night
 from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
-from ..results.sessions import load_report, session_info
 from ..results.statistics import best, spread
-from .gate_rates import disturbed_in, require_at_least_one, stored_sessions
+from .command import description
+from .experiment import Experiment, cut_to_confirm, split
+from .gate_rates import require_at_least_one
+from .store import Store, StoredNight
 from .tally import Tally
-
-
-def injected_of(report: dict) -> tuple[str, float] | None:
-    for case in load(report).cases:
-        if case.injected:
-            m = re.search(r"clock=([\d.]+)", case.injected)
-            return case.build, float(m.group(1)) if m else 0.0
-    return None
 
 
 def passes(report: dict, first: int, last: int | None = None) -> dict:
@@ -64,19 +57,17 @@ def passes(report: dict, first: int, last: int | None = None) -> dict:
     return out
 
 
-def confirmation_of(report: dict, judged_passes: int, stored: dict | None,
-                    references: ReferenceSet) -> list[Session]:
-    """The session's confirmation: the store's own, or, for a session recorded with more
-    passes than the gate judges, its later passes of the test cases the gate would measure
-    again (results.night.to_confirm, with the blessed build tolerances)."""
-    if len(report["runs"]) <= judged_passes:
-        return [load(stored)] if stored else []
-    session = references.applied(passes(report, 0, judged_passes))
-    hashes = {c.hashcode for c in to_confirm(session, references)}
-    later = passes(report, judged_passes)
-    for run in later["runs"]:
-        run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in hashes]
-    return [references.applied(later)] if hashes else []
+def later_passes(judged_passes: int):
+    """The Confirm of a replay: a session's stored confirmation, or, for a session recorded
+    with more passes than the gate judges, its later passes of the test cases the gate
+    would measure again (results.night.to_confirm, with the blessed build tolerances)."""
+    def confirm(stored: StoredNight, session: Session, references: ReferenceSet
+                ) -> list[Session]:
+        if len(stored.report["runs"]) <= judged_passes:
+            return [load(c) for c in stored.confirmations]
+        later = cut_to_confirm(passes(stored.report, judged_passes), session, references)
+        return [references.applied(later)] if later else []
+    return confirm
 
 
 def first_samples(confirmation: dict, k: int) -> dict:
@@ -95,47 +86,15 @@ def first_samples(confirmation: dict, k: int) -> dict:
     return out
 
 
-def sessions_of(store: Path) -> list[dict]:
-    """A results store's sessions, oldest first."""
-    return sorted(stored_sessions(store),
-                  key=lambda r: r["session_info"].get("time_start_unix", 0))
-
-
-def confirmations_of(store: Path) -> dict[str, list[dict]]:
-    """A results store's confirmations by the UUID of the session each confirms, in the
-    order of their file names (which begin with their time), each file read once: a store
-    holds hundreds of them."""
-    confirms: dict[str, list[dict]] = {}
-    for f in sorted((store / "reports").glob("*-confirm.json")):
-        conf = load_report(f)
-        confirms.setdefault(session_info(conf).get("confirms") or "", []).append(conf)
-    return confirms
-
-
-def read_store(store: Path) -> tuple[list[dict], dict[str, dict]]:
-    """A results store's sessions, oldest first, and its confirmations by the UUID of the
-    session each confirms: the first round, where a session has several (policy
-    confirm_rounds), as the gate's first choice of what to measure again took it."""
-    return sessions_of(store), {uuid: confs[0] for uuid, confs in
-                                confirmations_of(store).items()}
-
-
 def replay_store(store: Path) -> list[Night]:
     """Every stored session of a results store, oldest first, judged again as `mpimatrix
-    run` judged it: its stored confirmation, the nights before it for the watch rule, the
+    run` judged it: its stored confirmations, the nights before it for the watch rule, the
     references `mpimatrix bless` wrote there (the verdicts must be the live gate's). As
-    there, the nights other programs disturbed are left out of the watch rule's earlier
-    nights (run/nights.py previous_nights)."""
-    refset = ReferenceSet.of_store(store)
-    disturbed = disturbed_in(store)
-    confirms = confirmations_of(store)
-    nights: list[Night] = []
-    for report in sessions_of(store):
-        confs = [load(c) for c in confirms.get(report["session_info"]["uuid"], [])]
-        earlier = [(n.session, n.confirmations) for n in reversed(nights)
-                   if n.session.uuid not in disturbed]
-        nights.append(judge_night(refset.applied(report), confs, refset, earlier))
-    return nights
+    there, the nights other programs disturbed are no earlier nights of the watch rule
+    (run/nights.py previous_nights)."""
+    stored = Store(store)
+    return [j.night for j in Experiment(stored.references()).judge(
+        stored.nights(), disturbed=stored.disturbed())]
 
 
 def noise_table(reports: list[dict]) -> None:
@@ -173,7 +132,7 @@ def noise_table(reports: list[dict]) -> None:
                                                 for q in (0.5, 0.75, 0.9)))
 
 
-def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setting: tuple,
+def replay(bless_from: list[StoredNight], judged: list[StoredNight], setting: tuple,
            judged_passes: int, against_host: bool, vary: dict | None = None) -> str:
     floor, k, max_tol, outside = setting
     # as measured: no partition has enough builds for a host factor
@@ -181,19 +140,14 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
                         max_blessed_outside=outside,
                         min_builds=DEFAULT_POLICY.min_builds if against_host else 10**6)
     policy = dataclasses.replace(policy, **(vary or {}))
-    blessed = references.bless([passes(r, 0, judged_passes) for r in bless_from], floor,
-                               None, references.CommentedMap(), {}, policy)
-    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
+    experiment = Experiment.bless([passes(n.report, 0, judged_passes) for n in bless_from],
+                                  policy, floor)
+    blessed = experiment.blessed
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(blessed.stats)})
-    # the nights so far, for the watch rule (results/watch.py)
-    history = [(refset.applied(passes(r, 0, judged_passes)), []) for r in bless_from]
-    for report, stored in judged:
-        session = refset.applied(passes(report, 0, judged_passes))
-        conf = confirmation_of(report, judged_passes, stored, refset)
-        night = judge_night(session, conf, refset, reversed(history))
-        history.append((session, conf))
-        tally.add(night, injected_of(report), session.uuid)
+                   for f in floors.build_floors(experiment.references.stats)})
+    for j in experiment.judge(judged, change=lambda r: passes(r, 0, judged_passes),
+                              confirm=later_passes(judged_passes)):
+        tally.add(j.night, j.stored.injected, j.night.session.uuid)
     nights, gated = tally.nights, tally.gated_rate
     lines = [
         f"floor {floor:.0%}, {k:g} spreads, max {max_tol:.0%}, at most {outside:g} "
@@ -209,7 +163,7 @@ def replay(bless_from: list[dict], judged: list[tuple[dict, dict | None]], setti
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description=description(__doc__))
     p.add_argument("store", type=Path, help="results store of `mpimatrix validate gate`")
     p.add_argument("--bless", type=int, default=5, help="unchanged sessions blessed from")
     p.add_argument("--passes", type=int, default=3, help="passes per session the gate judges")
@@ -237,31 +191,31 @@ def main(argv=None, prog: str | None = None) -> int:
         print(f"{args.store}: not a results store (no reports/ in it); give the --results "
               "folder of `mpimatrix validate gate`", file=sys.stderr)
         return 2
-    reports, confirms = read_store(args.store)
-    unchanged = [i for i, r in enumerate(reports) if not injected_of(r)]
-    chosen = unchanged[1::2][:args.bless] if args.spread else unchanged[:args.bless]
-    if len(chosen) < args.bless:
-        sys.exit(f"{args.store}: {len(unchanged)} unchanged sessions, too few to bless from")
+    store = Store(args.store)
+    nights, confirmed = store.nights(rounds=1), store.confirmed
+    bless_from, judged = split(nights, args.bless, spread=args.spread)
+    if len(bless_from) < args.bless:
+        sys.exit(f"{args.store}: {sum(not n.injected for n in nights)} unchanged sessions, "
+                 "too few to bless from")
     if args.confirm_samples:
-        confirms = {u: first_samples(c, args.confirm_samples) for u, c in confirms.items()}
-    judged = [(r, confirms.get(r["session_info"]["uuid"])) for i, r in enumerate(reports)
-              if i not in chosen]
-    most = max(len(r["runs"]) for r in reports)
-    print(f"{args.store}: {len(reports)} sessions of up to {most} passes, {len(confirms)} "
-          f"confirmations; bless from sessions {', '.join(str(i + 1) for i in chosen)}, "
+        judged = [dataclasses.replace(n, confirmations=[
+            first_samples(c, args.confirm_samples) for c in n.confirmations]) for n in judged]
+    most = max(len(n.report["runs"]) for n in nights)
+    print(f"{args.store}: {len(nights)} sessions of up to {most} passes, {len(confirmed)} "
+          f"confirmations; bless from sessions {', '.join(str(n.tag) for n in bless_from)}, "
           f"{args.passes} passes judged"
           + (f"; confirmations on their first {args.confirm_samples} sample(s) of each test"
              if args.confirm_samples else ""))
-    noise_table([passes(reports[i], 0, args.passes) for i in unchanged])
+    noise_table([passes(n.report, 0, args.passes) for n in nights if not n.injected])
     for item in args.settings.split(","):
         floor, k, max_tol, *outside = (float(x) for x in item.split(":"))
         setting = (floor, k, max_tol, int(outside[0]) if outside else 10**6)
         for against_host in ((True,) if args.host_only else (False, True)):
-            print(replay([reports[i] for i in chosen], judged, setting, args.passes,
-                         against_host), flush=True)
+            print(replay(bless_from, judged, setting, args.passes, against_host),
+                  flush=True)
         for vary in variations:
-            print(replay([reports[i] for i in chosen], judged, setting, args.passes,
-                         True, vary), flush=True)
+            print(replay(bless_from, judged, setting, args.passes, True, vary),
+                  flush=True)
     return 0
 
 

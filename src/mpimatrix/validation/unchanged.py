@@ -2,9 +2,10 @@
 """How many unchanged nights end red: the figure a site feels (a nightly red on an
 unchanged system gets switched off), next to the per-value rates.
 
-Takes a series of unchanged sessions in the order they ran (default: the 14 recorded
-3-pass halves of the seven six-pass quick sessions of a quiet machine,
-tests/fixtures/reports), blesses from the first B (`--bless`, 5) as `mpimatrix bless`
+Takes a series of unchanged sessions in the order they ran (the folder of recorded
+six-pass sessions `imb-6pass-unchanged-<i>.json.gz`, each split into its two 3-pass halves:
+in a checkout the seven quick sessions of a quiet machine in the test fixtures' reports
+folder; or --report files), blesses from the first B (`--bless`, 5) as `mpimatrix bless`
 does, then judges each later session with the next one as its confirmation (only the
 test cases the gate would measure again, as `mpimatrix run` does) and the watch rule
 against the nights before it (results/watch.py), and prints each night's REGRESSION and
@@ -12,7 +13,7 @@ WATCH lines, the nights that ended red (and how many would without the watch rul
 the values that made them red.
 No new runs.
 
-    mpimatrix validate unchanged
+    mpimatrix validate unchanged RECORDED_FOLDER
     mpimatrix validate unchanged --report a.json --report b.json ...   # in run order
 """
 
@@ -22,24 +23,33 @@ import argparse
 import copy
 import gzip
 import json
+import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
-from ..results import gate, references
-from ..results.night import judge_night, to_confirm
+from ..results import gate
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
+from ..results.references import Blessed
 from ..results.sessions import load_report
+from .command import description
+from .experiment import Experiment, cut_to_confirm, is_gated, measured_again
+from .store import StoredNight
 
-#: seven six-pass quick sessions of a quiet machine (in a checkout: tests/fixtures)
-RECORDED = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "reports"
+#: the recorded six-pass sessions of a folder, <i> their order
+RECORDED = re.compile(r"imb-6pass-unchanged-(\d+)\.json\.gz")
 
 
-def recorded_halves() -> list[dict]:
+def recorded_halves(folder: Path) -> list[dict]:
+    """The recorded six-pass sessions of `folder`, in their order, each split into two
+    3-pass halves (the second half starting later)."""
+    files = sorted((int(m.group(1)), f) for f in Path(folder).glob("*.json.gz")
+                   if (m := RECORDED.fullmatch(f.name)))
     out = []
-    for i in range(1, 8):
-        with gzip.open(RECORDED / f"imb-6pass-unchanged-{i}.json.gz", "rt") as fp:
+    for _, f in files:
+        with gzip.open(f, "rt") as fp:
             session = json.load(fp)
         for first in (0, 3):
             half = copy.deepcopy(session)
@@ -54,45 +64,43 @@ def confirmation(sessions: list[dict], k: int, refset: ReferenceSet) -> dict | N
     """Session k's confirmation: the next session's passes of the test cases the gate
     would measure again (results.night.to_confirm; None when it would measure none), as
     ReFrame reported them (`refset.applied` judges them against the blessed references)."""
-    again = {c.hashcode for c in to_confirm(refset.applied(sessions[k]), refset)}
-    if not again:
-        return None
-    conf = copy.deepcopy(sessions[k + 1])
-    for run in conf["runs"]:
-        run["testcases"] = [tc for tc in run["testcases"] if tc.get("hashcode") in again]
-    return conf
+    return cut_to_confirm(sessions[k + 1], refset.applied(sessions[k]), refset)
 
 
 def judged_nights(sessions: list[dict], bless: int, floor: float,
-                  policy: GatePolicy = DEFAULT_POLICY):
+                  policy: GatePolicy = DEFAULT_POLICY
+                  ) -> Iterator[tuple[int, Blessed, gate.Judgement, gate.Judgement]]:
     """Bless from the first `bless` sessions, then judge each later one as a nightly would
-    (results.night.judge_night): the next session as its confirmation (only the test cases
+    (validation.experiment): the next session as its confirmation (only the test cases
     the gate measures again), and the watch rule against the nights before it. Yields
     (index, the bless, the judgement without the watch rule, with it)."""
-    blessed = references.bless(sessions[:bless], floor, None, references.CommentedMap(), {},
-                               policy)
-    refset = ReferenceSet(blessed.refs, blessed.stats, policy)
-    history = [(refset.applied(s), []) for s in sessions[:bless]]
-    for k in range(bless, len(sessions) - 1):
-        night = refset.applied(sessions[k])
-        conf = confirmation(sessions, k, refset)
-        confs = [refset.applied(conf)] if conf else []
-        judged = judge_night(night, confs, refset, reversed(history))
-        history.append((night, confs))
-        yield k, blessed, judged.alone, judged.judgement
+    experiment = Experiment.bless(sessions[:bless], policy, floor)
+    nights = [StoredNight(sessions[k], [sessions[k + 1]], k)
+              for k in range(bless, len(sessions) - 1)]
+    for judged in experiment.judge(nights, confirm=measured_again):
+        yield judged.tag, experiment.blessed, judged.night.alone, judged.night.judgement
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description=description(__doc__))
+    p.add_argument("recorded", type=Path, nargs="?", help="the folder of the recorded "
+                   "six-pass sessions, imb-6pass-unchanged-<i>.json.gz (a checkout's test "
+                   "fixtures hold seven of a quiet machine, in their reports folder)")
     p.add_argument("--report", action="append", help="ReFrame JSON report, in run order "
-                   "(default: the recorded quiet-machine sessions)")
+                   "(instead of the recorded folder)")
     p.add_argument("--bless", type=int, default=5, help="sessions blessed from (5)")
-    p.add_argument("--floor", type=float, default=DEFAULT_POLICY.value_floor)
+    p.add_argument("--floor", type=float, default=DEFAULT_POLICY.value_floor,
+                   help="bless --tolerance (the floor; default the policy's)")
     args = p.parse_args(argv)
-    if not args.report and not RECORDED.is_dir():
-        sys.exit(f"no recorded sessions at {RECORDED} (a checkout's tests/fixtures): give "
-                 "--report FILE for each session, in run order")
-    sessions = [load_report(Path(r)) for r in args.report] if args.report else recorded_halves()
+    if bool(args.report) == (args.recorded is not None):
+        p.error("give the folder of the recorded sessions (RECORDED, holding "
+                "imb-6pass-unchanged-<i>.json.gz) or --report FILE for each session, in "
+                "run order: one of them")
+    if args.report:
+        sessions = [load_report(Path(r)) for r in args.report]
+    elif not (sessions := recorded_halves(args.recorded)):
+        sys.exit(f"{args.recorded}: no recorded sessions (imb-6pass-unchanged-<i>.json.gz) "
+                 "in it")
     if len(sessions) < args.bless + 2:
         sys.exit(f"need at least {args.bless + 2} sessions (bless from {args.bless}, then a "
                  "session and its confirmation)")
@@ -101,7 +109,7 @@ def main(argv=None, prog: str | None = None) -> int:
         n, bless_gated = n + 1, blessed.gated
         red += bool(j.regressions)
         red_alone += bool(alone.regressions)
-        gated = sum(v.status not in (gate.NOT_GATED, gate.NO_REFERENCE) for v in j.verdicts)
+        gated = sum(is_gated(v) for v in j.verdicts)
         print(f"night {k + 1}: {gated} values gated, {len(j.regressions)} REGRESSION line(s), "
               f"{len(j.watched)} on watch")
         for line in [*j.regressions, *j.watched]:

@@ -1,6 +1,8 @@
 """A year of nightlies, generated from recorded real sessions and written into a results
 store exactly as `mpimatrix run` stores a night, so that the real commands (`changes`,
-`bless`, `report`, the nightly's judging, ReFrame's own listing) can be measured on it:
+`bless`, `report`, the nightly's judging, ReFrame's own listing) can be measured on it.
+
+It writes:
 
     <store>/db/results.db           ReFrame's results database, written by ReFrame's own
                                     storage backend (the tables and the JSON it keeps)
@@ -41,6 +43,7 @@ from ..results.sessions import SessionError, load_report, session_info, session_
 from ..results.software_store import store_software, stored_software
 from ..run import session_index
 from ..run.prune import KEEP_ENV, REPORT_KEEP, retention
+from .command import description
 
 NIGHT = 86400.0
 START_HOUR = 2 * 3600
@@ -307,7 +310,7 @@ def generate(source: Recorded, nights: int, builds: int, steps: list[Step], stor
 
 
 def main(argv=None, prog: str | None = None) -> int:
-    p = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=prog, description=description(__doc__))
     p.add_argument("--nights", type=int, default=365, help="nights to write (default 365)")
     p.add_argument("--builds", type=int, default=40, help="builds per night (default 40)")
     p.add_argument("--results", type=Path, required=True,

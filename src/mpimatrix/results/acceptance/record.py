@@ -20,9 +20,11 @@ from ..measurements import Session
 from ..report.figures import PALETTE, to_plot
 from .requirements import Requirements
 from .scope import Scope
-from .verdicts import INCONCLUSIVE, MET, NOT_MET, RequirementVerdict, samples_needed
+from .verdicts import RequirementVerdict, Verdict, samples_needed
 
-CLASS = {MET: "met", NOT_MET: "not-met", INCONCLUSIVE: "inconclusive"}
+#: The record's CSS class of each verdict.
+CLASS = {Verdict.MET: "met", Verdict.NOT_MET: "not-met", Verdict.INCONCLUSIVE: "inconclusive",
+         Verdict.UNMEASURED: "unmeasured"}
 
 PAGE = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"), autoescape=True,
@@ -91,19 +93,19 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
             "name": req.name, "what": req.what, "bound": req.bound_text,
             "rules": ", ".join(r.text() for r in req.builds),
             "confidence": f"{req.confidence:.0%}", "needed": samples_needed(req.confidence),
-            "verdict": rv.verdict, "cls": CLASS.get(rv.verdict, "unmeasured"),
+            "verdict": rv.verdict, "cls": CLASS[rv.verdict],
             "reason": rv.reason,
             "builds": [{"build": b.build, "n": len(b.samples), "median": _num(b.median),
                         "interval": (f"{_num(b.low)} - {_num(b.high)} ({b.coverage:.1%})"
                                      if b.low is not None else "-"),
                         "margin": "-" if b.margin is None else f"{b.margin:+.1%}",
-                        "verdict": b.verdict, "cls": CLASS.get(b.verdict, "unmeasured"),
+                        "verdict": b.verdict, "cls": CLASS[b.verdict],
                         "reason": b.reason} for b in rv.builds]})
-    counts = {v: sum(rv.verdict == v for rv in verdicts) for v in (MET, NOT_MET, INCONCLUSIVE)}
-    unmeasured = len(verdicts) - sum(counts.values())
-    overall = (f"{counts[MET]} of {len(verdicts)} requirement(s) met, {counts[NOT_MET]} not "
-               f"met, {counts[INCONCLUSIVE]} inconclusive, {unmeasured} not measured")
-    worst = next((v for v in (NOT_MET, INCONCLUSIVE) if counts[v]), MET)
+    counts = {v: sum(rv.verdict == v for rv in verdicts) for v in Verdict}
+    overall = (f"{counts[Verdict.MET]} of {len(verdicts)} requirement(s) met, "
+               f"{counts[Verdict.NOT_MET]} not met, {counts[Verdict.INCONCLUSIVE]} "
+               f"inconclusive, {counts[Verdict.UNMEASURED]} not measured")
+    worst = next((v for v in (Verdict.NOT_MET, Verdict.INCONCLUSIVE) if counts[v]), Verdict.MET)
     builds: dict[str, dict] = {}
     for s in sessions:
         for c in s.cases:
@@ -115,7 +117,8 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
         "system": reqs.system, "file": str(reqs.path),
         "file_sha": hashlib.sha256(data).hexdigest(),
         "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "overall": overall, "overall_class": CLASS[worst] if not unmeasured else "not-met",
+        "overall": overall,
+        "overall_class": CLASS[worst] if not counts[Verdict.UNMEASURED] else "not-met",
         "rows": rows, "plots": [p for p in map(plot, verdicts) if p],
         "builds": sorted(builds.values(), key=lambda b: b["name"]),
         "sessions": [{"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,

@@ -23,14 +23,31 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from ..measurements import Session
 from .requirements import Requirement, Requirements
 from .scope import Scope, not_run_reason, system_reason, unmeasurable
 
-MET, NOT_MET, INCONCLUSIVE, UNMEASURED = "met", "not met", "inconclusive", "unmeasured"
+
+class Verdict(str, Enum):
+    """A requirement's verdict, or one build's; each is its text too (the printed line,
+    the record's cell)."""
+
+    MET = "met"
+    NOT_MET = "not met"
+    INCONCLUSIVE = "inconclusive"
+    UNMEASURED = "unmeasured"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
 #: Worst first: the requirement's verdict is the worst of its rules'.
-SEVERITY = (NOT_MET, UNMEASURED, INCONCLUSIVE, MET)
+SEVERITY = (Verdict.NOT_MET, Verdict.UNMEASURED, Verdict.INCONCLUSIVE, Verdict.MET)
 
 
 def coverage(n: int, k: int) -> float:
@@ -63,7 +80,7 @@ class BuildVerdict:
     requirement: Requirement
     build: str
     samples: tuple[float, ...]
-    verdict: str
+    verdict: Verdict
     median: float | None = None
     low: float | None = None
     high: float | None = None
@@ -83,18 +100,18 @@ class BuildVerdict:
 def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildVerdict:
     n_needed = samples_needed(req.confidence)
     if not samples:
-        return BuildVerdict(req, build, (), UNMEASURED, reason="no sample")
+        return BuildVerdict(req, build, (), Verdict.UNMEASURED, reason="no sample")
     med = statistics.median(samples)
     ci = median_interval(samples, req.confidence)
     if ci is None:
-        return BuildVerdict(req, build, tuple(samples), INCONCLUSIVE, med,
+        return BuildVerdict(req, build, tuple(samples), Verdict.INCONCLUSIVE, med,
                             reason=f"{len(samples)} sample(s): an interval at "
                             f"{req.confidence:.0%} needs {n_needed}")
     lo, hi, cov = ci
     good = (hi <= req.bound) if req.op == "<=" else (lo >= req.bound)
     bad = (lo > req.bound) if req.op == "<=" else (hi < req.bound)
-    verdict = MET if good else NOT_MET if bad else INCONCLUSIVE
-    reason = "" if verdict != INCONCLUSIVE else "the bound is inside the interval"
+    verdict = Verdict.MET if good else Verdict.NOT_MET if bad else Verdict.INCONCLUSIVE
+    reason = "" if verdict != Verdict.INCONCLUSIVE else "the bound is inside the interval"
     return BuildVerdict(req, build, tuple(samples), verdict, med, lo, hi, cov, reason)
 
 
@@ -132,16 +149,16 @@ def _disturbed_by_build(req: Requirement, sessions: list[Session], system: str |
 
 
 def _with_disturbance(v: BuildVerdict, uuids: list[str], scope: Scope) -> BuildVerdict:
-    if not uuids or v.verdict == UNMEASURED:
+    if not uuids or v.verdict == Verdict.UNMEASURED:
         return v
     names = ", ".join(u[:8] for u in uuids)
     if scope.include_disturbed:
         note = f"samples of disturbed session(s) {names} included (--include-disturbed)"
         return replace(v, reason="; ".join(filter(None, (v.reason, note))))
-    if v.verdict not in (MET, NOT_MET):
+    if v.verdict not in (Verdict.MET, Verdict.NOT_MET):
         return replace(v, reason="; ".join(filter(None, (v.reason, f"samples of disturbed "
                                                                 f"session(s) {names}"))))
-    return replace(v, verdict=INCONCLUSIVE, reason=(
+    return replace(v, verdict=Verdict.INCONCLUSIVE, reason=(
         f"{v.verdict} on samples of session(s) {names}, which other programs disturbed: "
         "measure again on a quiet machine (or --include-disturbed to count them)"))
 
@@ -167,7 +184,7 @@ def _value_at(curve, req: Requirement) -> float | None:
 @dataclass(frozen=True)
 class RequirementVerdict:
     requirement: Requirement
-    verdict: str
+    verdict: Verdict
     builds: tuple[BuildVerdict, ...]
     reason: str = ""
 
@@ -179,10 +196,10 @@ def judge_requirement(req: Requirement, sessions: list[Session], builds_ran: lis
     samples = requirement_samples(req, sessions, system)
     cannot = unmeasurable(req, scope)
     if cannot and not any(samples.values()):
-        return RequirementVerdict(req, UNMEASURED, (), "; ".join(cannot))
+        return RequirementVerdict(req, Verdict.UNMEASURED, (), "; ".join(cannot))
     if not any(c.placement == req.placement and (system is None or c.system == system)
                for s in sessions for c in s.cases):
-        return RequirementVerdict(req, UNMEASURED, (), not_run_reason(req, scope))
+        return RequirementVerdict(req, Verdict.UNMEASURED, (), not_run_reason(req, scope))
     disturbed = _disturbed_by_build(req, sessions, system, scope)
     per_build = {b: _with_disturbance(build_verdict(req, b, samples.get(b, [])),
                                       disturbed.get(b, []), scope) for b in builds_ran}
@@ -190,21 +207,22 @@ def judge_requirement(req: Requirement, sessions: list[Session], builds_ran: lis
     for rule in req.builds:
         mine = [v for b, v in per_build.items() if rule.matches(b)]
         if not mine:
-            outcomes.append(UNMEASURED)
+            outcomes.append(Verdict.UNMEASURED)
             reasons.append(f"no build of the session matches {rule.text()}")
             continue
         verdicts = [v.verdict for v in mine]
         if rule.one_of:  # the best of them decides
-            outcome = next(v for v in (MET, INCONCLUSIVE, NOT_MET, UNMEASURED) if v in verdicts)
+            outcome = next(v for v in (Verdict.MET, Verdict.INCONCLUSIVE, Verdict.NOT_MET,
+                                       Verdict.UNMEASURED) if v in verdicts)
         else:
             outcome = min(verdicts, key=SEVERITY.index)
         outcomes.append(outcome)
-        unmeasured = [v.build for v in mine if v.verdict == UNMEASURED]
-        if unmeasured and outcome == UNMEASURED:
+        unmeasured = [v.build for v in mine if v.verdict == Verdict.UNMEASURED]
+        if unmeasured and outcome == Verdict.UNMEASURED:
             reasons.append(f"nothing measured on {', '.join(unmeasured)} (the test case did "
                            "not run: is the placement hosted by a partition?)")
-    if any(v.verdict == INCONCLUSIVE and disturbed.get(v.build) for v in per_build.values()
-           ) and not scope.include_disturbed:
+    if any(v.verdict == Verdict.INCONCLUSIVE and disturbed.get(v.build)
+           for v in per_build.values()) and not scope.include_disturbed:
         reasons.append("rests on samples of disturbed sessions")
     used = {b for b in per_build if any(rule.matches(b) for rule in req.builds)}
     return RequirementVerdict(req, min(outcomes, key=SEVERITY.index),
@@ -218,7 +236,8 @@ def judge_all(reqs: Requirements, sessions: list[Session],
     scope = scope or Scope()
     off = system_reason(reqs, sessions, scope)
     if off:
-        return [RequirementVerdict(r, UNMEASURED, (), "; ".join([off, *unmeasurable(r, scope)]))
+        return [RequirementVerdict(r, Verdict.UNMEASURED, (),
+                                   "; ".join([off, *unmeasurable(r, scope)]))
                 for r in reqs.requirements]
     builds = sorted({c.build for s in sessions for c in s.cases if c.system == reqs.system})
     return [judge_requirement(r, sessions, builds, reqs.system, scope)
@@ -229,6 +248,6 @@ def exit_code(verdicts: list[RequirementVerdict]) -> int:
     """0 every requirement met; 1 one not met or not measured; 4 otherwise inconclusive
     (measure again: more samples, a quieter machine)."""
     found = {v.verdict for v in verdicts}
-    if found & {NOT_MET, UNMEASURED}:
+    if found & {Verdict.NOT_MET, Verdict.UNMEASURED}:
         return 1
-    return 4 if INCONCLUSIVE in found else 0
+    return 4 if Verdict.INCONCLUSIVE in found else 0
