@@ -185,7 +185,7 @@ def test_a_build_slower_everywhere_within_each_values_tolerance_is_found_as_a_wh
 def test_two_builds_outside_at_once_are_the_machine_not_two_regressions(blessed):
     """Intel MPI 40 % slow and PyPI MPICH 30 % slow in the same session: two builds of
     three outside against the other builds' median at once is what this VM's machine did
-    to its two MPICH builds for an hour (docs/validation.md), so they are judged against
+    to its two MPICH builds for an hour (docs/history.md), so they are judged against
     the median build, and the HOST line names them: the night exits 4, not 1. A real
     regression among them is named the next night, when the other build's state has
     gone (the next test's session)."""

@@ -6,7 +6,7 @@ taken out (host.py); its factor is its level over the median of the other builds
 (over the median build's where most builds would be outside at once: the machine moved
 them together). A median over many values has far less noise than any one of them, so a
 build slowed by 10 % everywhere is found even where each value's own tolerance lets it
-pass (docs/validation.md). A build is a regression when its factor is beyond the build
+pass (docs/history.md). A build is a regression when its factor is beyond the build
 tolerance (from the builds' spreads over the blessed sessions, written by bless as
 `$builds` in the statistics file) in the session, and the geometric mean of its session
 and confirmation factors (one draw per round of measuring again) is beyond it too.

@@ -15,7 +15,7 @@ values once each class's host factor is taken out (a build's level), each agains
 median of the other builds' levels; but where most builds would be outside at once, the
 machine moved them together and they are judged against the median build
 (Slowdowns.build_factors). With fewer than three builds values are judged as measured.
-Measurements: docs/validation.md.
+Measurements: docs/history.md.
 """
 
 from __future__ import annotations

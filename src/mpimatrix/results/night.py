@@ -121,7 +121,8 @@ class _Counted:
     rule, then what changed), so a store is read only as far as the furthest reader."""
 
     def __init__(self, source: Iterator[watch.Night]):
-        self._source, self._read = source, []
+        self._source = source
+        self._read: list[watch.Night] = []
 
     def __iter__(self) -> Iterator[watch.Night]:
         yield from self._read

@@ -3,7 +3,7 @@ same GatePolicy (DEFAULT_POLICY unless told otherwise), and bless writes the one
 into the statistics file (`$policy`) beside the references it explains.
 
 Each default was set from measurements on a shared 2-core VM; docs/gate.md says how
-each is used and docs/validation.md what each was measured against.
+each is used and docs/history.md what each was measured against.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ def against_host(acc: dict, policy: GatePolicy = DEFAULT_POLICY) -> tuple[dict, 
     them: over the blessed sessions, of one state of the machine, a class's factor from
     two or three values per build (large-message rates) adds more noise than it takes
     out (replayed on two stored experiments: 18 false alarms of 1524 values against 5,
-    detection of +25 % 61 % against 77 %; docs/validation.md)."""
+    detection of +25 % 61 % against 77 %; docs/history.md)."""
     slots: dict[str, list[tuple[str, Samples]]] = defaultdict(list)
     for parts in acc.values():
         for part, envs in parts.items():

@@ -23,7 +23,7 @@ class ValueVerdict:
     at its with-build tolerance (policy.with_build_*: so many blessed spreads, at least
     the floor, at most its own tolerance) on the geometric mean of its session and
     confirmation bests: a value has fast and slow states of its own, and requiring each
-    outside missed 7 of 78 values of a build slowed by 25 % (docs/validation.md)."""
+    outside missed 7 of 78 values of a build slowed by 25 % (docs/history.md)."""
 
     build: str
     environ: str
