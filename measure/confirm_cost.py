@@ -120,7 +120,7 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
         out[vary] = {False: [], True: []}
         scale = samples / max(repeats) if samples and vary != settings[0] else 1.0
         for s, night in zip(nights, later, strict=True):
-            tests = {c.name for c in to_confirm(refset.applied(night.report), refset)}
+            tests = {c.name for c in to_confirm(load(night.report), refset)}
             out[vary][bool(night.injected)].append(
                 (s.elapsed / 60, scale * len(tests) * per_test.get(s.uuid, usual)))
     print_costs(out)

@@ -98,15 +98,15 @@ def main(argv=None) -> int:
         print(f"  +{level:.0%} {build}: {r:.3f}{'  above' if above else ''}")
     for level, seen in sorted(by_level.items()):
         print(f"  +{level:.0%}: {sum(seen)} of {len(seen)} above their build's unchanged range")
-    print_night_spreads(night_bests, experiment.references.stats)
+    print_night_spreads(night_bests, experiment.references)
     return 0
 
 
-def print_night_spreads(night_bests: dict, stats: dict) -> None:
+def print_night_spreads(night_bests: dict, references) -> None:
     """Each gated value's robust spread over the unchanged nights (its session best
     against the host) over its blessed spread, and the detection floor each gives: the
     floor bless prints assumes the nights spread as the blessed sessions did."""
-    blessed = {(f.partition, f.environ, f.ref_key, f.var): f for f in value_floors(stats)}
+    blessed = {(f.partition, f.environ, f.ref_key, f.var): f for f in value_floors(references)}
     ratios, at_bless, at_nights = [], [], []
     for key, xs in night_bests.items():
         f = blessed.get(key)

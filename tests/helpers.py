@@ -168,7 +168,7 @@ def judged(session, confirmations=None, stats=None, policy=None):
     # no policy given: the one bless recorded in the statistics, as the gate takes it
     policy = policy or from_record((stats or {}).get(POLICY_KEY))
     return gate.judge(as_session(session), [as_session(c) for c in confirmations or []],
-                      ReferenceSet(stats=stats or {}, policy=policy))
+                      ReferenceSet.of(stats=stats or {}, policy=policy))
 
 
 def slow_class(session: dict, factor: float) -> dict:

@@ -16,6 +16,7 @@ import yaml
 from helpers import FIXTURES
 
 from mpimatrix.results import floors
+from mpimatrix.results.reference_set import ReferenceSet
 from mpimatrix.results.values import Kind
 
 SESSIONS = FIXTURES / "sessions"
@@ -66,7 +67,8 @@ def test_bless_summarises_the_floors_of_what_it_gated(tmp_path):
                           env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     stats = yaml.safe_load((tmp_path / "refs.stats.yaml").read_text())
-    values, builds = floors.value_floors(stats), floors.build_floors(stats)
+    refset = ReferenceSet.of(None, stats)
+    values, builds = floors.value_floors(refset), floors.build_floors(refset)
     gated = [(part, env, key, var) for cls, parts in stats.items() if not cls.startswith("$")
              for part, envs in parts.items() for env, keys in envs.items()
              for key, pvars in keys.items() for var, rec in pvars.items() if rec["gated"]]

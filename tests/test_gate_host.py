@@ -452,7 +452,7 @@ def test_rounds_of_measuring_again_are_pooled_one_draw_each(blessed_wide):
 
 def night_after_rounds(session: dict, confirmations: list[dict], blessed, **policy):
     """night.to_confirm_again on reports, with the policy's fields changed."""
-    refset = ReferenceSet(blessed.refs, blessed.stats, replace(DEFAULT_POLICY, **policy))
+    refset = ReferenceSet.of(blessed.refs, blessed.stats, replace(DEFAULT_POLICY, **policy))
     first = as_session(session)
     return first, night.to_confirm_again(first, [as_session(c) for c in confirmations],
                                          refset)
@@ -470,7 +470,7 @@ def test_a_build_close_to_its_threshold_is_measured_again_until_the_rounds_are_s
                                       close_spreads=50.0)
     victim = {c.name for c in first.cases if c.build == VICTIM}
     assert {c.name for c in again} == victim
-    refset = ReferenceSet(blessed_wide.refs, blessed_wide.stats)
+    refset = ReferenceSet.of(blessed_wide.refs, blessed_wide.stats)
     assert {c.name for c in again} <= {c.name for c in night.to_confirm(first, refset)}
     assert not night_after_rounds(session, rounds, blessed_wide, confirm_rounds=3,
                                   close_spreads=0.001)[1]
@@ -498,7 +498,7 @@ def test_a_value_alone_just_outside_is_measured_again_one_far_outside_is_not(ble
     a value within its tolerance is never measured again (the best of more passes only
     comes nearer to its reference)."""
     base = against(recorded(6), blessed_wide)
-    refset = ReferenceSet(blessed_wide.refs, blessed_wide.stats)
+    refset = ReferenceSet.of(blessed_wide.refs, blessed_wide.stats)
     j = gate.judge(as_session(base), [], refset)
     gated = [v for v in j.verdicts if v.build == VICTIM and v.spread > 0
              and v.status == gate.PASS and v.key is not None]

@@ -101,7 +101,7 @@ def test_a_whole_build_and_its_values_turn_the_night_red_at_once():
     conf = load(confirmation(wide, {"mpich-5.0.2-pypi": 1.5}))
     j = judged(session, [conf], wide.stats)
     assert any(b.status == gate.REGRESSION for b in j.builds)
-    assert watch.apply(session, j, [], ReferenceSet(stats=wide.stats)) == j
+    assert watch.apply(session, j, [], ReferenceSet.of(stats=wide.stats)) == j
 
 
 def test_values_of_one_build_outside_together_are_red_at_once():
@@ -119,7 +119,7 @@ def test_values_of_one_build_outside_together_are_red_at_once():
                            only=two))
     j = judged(session, None, wide.stats)
     assert not j.builds and len(j.regressions) >= 5
-    assert watch.apply(session, j, [], ReferenceSet(stats=wide.stats)) == j
+    assert watch.apply(session, j, [], ReferenceSet.of(stats=wide.stats)) == j
 
 
 def _night(uuid: str, start: float, confirms: str = "") -> dict:
@@ -184,7 +184,7 @@ def test_the_report_lists_a_value_on_watch():
     sessions = []
     for k in range(5, 9):  # nights 6-9
         night = reported_against(halves[k], blessed.refs)
-        conf = confirmation(halves, k, ReferenceSet(blessed.refs, blessed.stats, NO_BLESS_RULE))
+        conf = confirmation(halves, k, ReferenceSet.of(blessed.refs, blessed.stats, NO_BLESS_RULE))
         if conf:
             conf = reported_against(conf, blessed.refs)
             conf["session_info"] = {
@@ -192,7 +192,7 @@ def test_the_report_lists_a_value_on_watch():
                 "confirms": night["session_info"]["uuid"],
                 "time_start_unix": night["session_info"]["time_start_unix"] + 1}
         sessions += [night] + ([conf] if conf else [])
-    rep = make_report(sessions, references=ReferenceSet(blessed.refs, blessed.stats),
+    rep = make_report(sessions, references=ReferenceSet.of(blessed.refs, blessed.stats),
                       name="watch")
     assert not rep.context["regressions"]
     [row] = rep.context["watch"]

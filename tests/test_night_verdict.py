@@ -24,7 +24,7 @@ from mpimatrix.paths import references_dir, reports_dir, results_db
 from mpimatrix.reference_file import stats_path
 from mpimatrix.results.night_verdict import Verdict
 from mpimatrix.results.policy import POLICY_KEY
-from mpimatrix.results.references import bless_in_memory
+from mpimatrix.results.references import bless
 from mpimatrix.run.nights import load_record_path
 from mpimatrix.run.session import judge_report
 
@@ -35,7 +35,7 @@ VICTIM = "mpich-4.0.2-debian"
 
 @pytest.fixture(scope="module")
 def blessed():
-    return bless_in_memory([six_pass_session(i, 0, 3) for i in range(1, 5)])
+    return bless([six_pass_session(i, 0, 3) for i in range(1, 5)], 0.3, None, {}, {})
 
 
 def night(i: int, refs: dict, uuid: str = "") -> dict:

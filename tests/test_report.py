@@ -55,7 +55,7 @@ def derived(compare):
 
 @pytest.fixture(scope="module")
 def nightly_report(nightly, refs):
-    return make_report(nightly, references=ReferenceSet(refs))
+    return make_report(nightly, references=ReferenceSet.of(refs))
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +182,10 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
 def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
     loaded = fixture("compare-local-5builds-loaded")
     refs = yaml.safe_load((REPORTS / "local-references.yaml").read_text())
-    rep = make_report([loaded], references=ReferenceSet(refs))
+    refset = ReferenceSet.of(refs)
+    rep = make_report([loaded], references=refset)
     gated = {(v.environ, v.var, v.check, v.placement): v.status
-             for v in judged(loaded, [], None).verdicts}
+             for v in gate.judge(session_view(loaded), [], refset).verdicts}
     want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
     got = {(r["build"], r["benchmark"], r["placement"], r["what"])
            for r in rep.context["regressions"] + rep.context["noise"]}
@@ -228,7 +229,7 @@ def test_values_not_gated_and_why_come_from_statistics(nightly, refs, nightly_re
     not_gated = sum(1 for p in stats["ImbCheck"].values() for e in p.values()
                     for k in e.values() for v in k.values() if not v["gated"])
     assert not_gated > 0
-    rep = make_report(nightly, references=ReferenceSet(refs, stats))
+    rep = make_report(nightly, references=ReferenceSet.of(refs, stats))
     rows = rep.context["not_gated"]
     assert len(rows) == not_gated
     assert all(r["reason"].startswith("spread ") for r in rows)
@@ -242,8 +243,8 @@ def test_the_detection_floor_of_every_gated_value_is_shown(nightly, refs, nightl
     from mpimatrix.results import floors
 
     stats = gate_statistics(refs, nightly[:2])
-    rep = make_report(nightly, references=ReferenceSet(refs, stats))
-    expected = floors.value_floors(stats)
+    rep = make_report(nightly, references=ReferenceSet.of(refs, stats))
+    expected = floors.value_floors(ReferenceSet.of(refs, stats))
     rows = rep.context["floor_values"]
     assert [(r["environ"], r["ref_key"], r["var"], r["floor"]) for r in rows] == [
         (f.environ, f.ref_key, f.var, f.text()) for f in expected]
@@ -262,7 +263,7 @@ def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nig
     """Small-message times 4.6x slower on every build at once: "The machine" lists the
     HOST line naming the class, and no value is a regression it was not without it."""
     slowed = slow_class(json.loads(json.dumps(nightly[-1])), 4.6)
-    rep = make_report([*nightly[:-1], slowed], references=ReferenceSet(refs))
+    rep = make_report([*nightly[:-1], slowed], references=ReferenceSet.of(refs))
     assert len(rep.context["machine"]) == 1
     line = rep.context["machine"][0]
     assert line.startswith("HOST local:default:") and "small-message times +3" in line, line
@@ -292,7 +293,7 @@ def test_a_night_every_build_ran_faster_says_what_step_it_hides(nightly, refs):
                 if pv[0] is not None and pv[4] != "%":
                     pv[0] = pv[0] * 1.3 if pv[4] == "MB/s" else pv[0] / 1.3
     rep = make_report([*nightly[:-1], night],
-                      references=ReferenceSet(refs, gate_statistics(refs, nightly[:2])))
+                      references=ReferenceSet.of(refs, gate_statistics(refs, nightly[:2])))
     [line] = rep.context["floor_fast"]
     assert line.startswith("host local:default: every build -2") and "bless again" in line
     assert "a step of up to 3" in line or "a step of up to 2" in line, line
@@ -305,7 +306,7 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     cp = {"partition": "local:default", "environ": target["environ"],
           "ref_key": target["ref_key"], "var": "latency_8B",
           "session": nightly[2]["session_info"]["uuid"], "before": 1.0, "after": 2.0}
-    rep = make_report(nightly, references=ReferenceSet(refs), change_points=[cp], max_trends=6)
+    rep = make_report(nightly, references=ReferenceSet.of(refs), change_points=[cp], max_trends=6)
     ctx = rep.context
     assert ctx["trend_gated"] and 0 < len(ctx["trend_plots"]) <= 6
     # the values of the sessions before the blessing count too
@@ -315,7 +316,7 @@ def test_trends_cover_every_session_and_take_change_points(nightly, refs):
     assert got.cause == "no lock or build change between the sessions"
     assert ctx["trend_rows"][0]["changes"] == 1  # the series with a change point leads
     assert "trend-imb-mpi1-pingpong-intranode-latency-8b" in rep.html
-    single = make_report(nightly[-1:], references=ReferenceSet(refs))
+    single = make_report(nightly[-1:], references=ReferenceSet.of(refs))
     assert single.context["trend_plots"] == [] and "a trend needs two or more" in single.html
 
 
@@ -458,7 +459,7 @@ def test_change_points_come_from_the_history_by_default(nightly, refs):
     found = history_change_points(series_of([session_view(s) for s in nightly]))  # the five
     uuids = {s["session_info"]["uuid"] for s in nightly}
     assert all(cp.session in uuids and cp.var and cp.environ for cp in found)
-    rep = make_report(nightly, references=ReferenceSet(refs), max_trends=3)
+    rep = make_report(nightly, references=ReferenceSet.of(refs), max_trends=3)
     assert len(rep.context["change_points"]) == len(found)
 
 

@@ -65,7 +65,7 @@ def unpack(name: str) -> dict:
 def nightly():
     refs = yaml.safe_load((FIXTURES / "reports" / "local-references.yaml").read_text())
     return make_report([unpack(f"quick-local-{i}") for i in range(1, 6)], name="nightly",
-                       references=ReferenceSet(refs))
+                       references=ReferenceSet.of(refs))
 
 
 def derived():

@@ -42,7 +42,7 @@ def tallied():
     halves = recorded_halves(FIXTURES / "reports")
     experiment = Experiment.bless(halves[:5])
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(experiment.references.stats)})
+                   for f in floors.build_floors(experiment.references)})
     nights = []
     plan = ((5, None), (6, 0.5), (7, None), (8, 0.5), (9, None))
     for judged in experiment.judge(stepped(halves, plan), confirm=applied_confirmations):

@@ -10,6 +10,7 @@ from ..paths import references_dir
 from ..results import bless_sessions, floors, references
 from ..results.measurements import as_sessions
 from ..results.policy import DEFAULT_POLICY, POLICY_KEY, from_record, variation
+from ..results.reference_set import ReferenceSet
 from ..results.sessions import SessionError
 from ..run import machine
 from ..run.nights import load_record_path
@@ -45,8 +46,8 @@ def cmd_bless(args) -> int:
           f"{len(blessed.not_gated)} reported but not gated")
     if changed := policy.changed():
         print(f"  gate settings other than the defaults: {changed}")
-    if line := floors.summary(floors.value_floors(blessed.stats),
-                              floors.build_floors(blessed.stats)):
+    judged = ReferenceSet.of(blessed.refs, blessed.stats)
+    if line := floors.summary(floors.value_floors(judged), floors.build_floors(judged)):
         print(f"  {line}")
     for part, factors in sorted(blessed.hosts.items()):
         print(f"  {part}: samples against the host; host factor of each session "

@@ -109,8 +109,7 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
         yield from judged_before
         for prev in source:
             if prev.uuid != session.uuid and not prev.confirms and prev.start < session.start:
-                again = references.judging(prev)
-                judged_before.append((prev, judge(again, None, references)))
+                judged_before.append((prev, judge(prev, None, references)))
                 yield judged_before[-1]
 
     out = []

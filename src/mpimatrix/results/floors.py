@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .reference_set import build_records, value_records
+from .reference_set import BlessedValue, ReferenceSet
 from .values import Kind
 
 #: How surely a step at the floor is caught the night it happens.
@@ -115,39 +115,34 @@ def caught_pooled(spread: float, tolerance: float, stepped: float, rounds: int =
     return named / trials, measured / outside if outside else 0.0
 
 
-def value_floors(stats: dict | None) -> list[Floor]:
-    """The floor of every value bless gated in a statistics file (hand-set thresholds
-    have none: bless's spread does not explain them)."""
-    out = []
-    for _cls, part, env, ref_key, var, rec in value_records(stats):
-        if rec.get("gated") and not rec.get("hand_set") and (
-                floor := _value_floor(part, env, ref_key, var, rec)) is not None:
-            out.append(floor)
+def value_floors(references: ReferenceSet) -> list[Floor]:
+    """The floor of every value bless gated (hand-set thresholds have none: bless's
+    spread does not explain them)."""
+    out = [floor for b in references.blessed.values()
+           if b.gated and not b.hand_set and (floor := _value_floor(b)) is not None]
     return sorted(out, key=lambda f: (f.partition, f.environ, f.ref_key, f.var))
 
 
-def _value_floor(part: str, env: str, ref_key: str, var: str, rec: dict) -> Floor | None:
-    kind = Kind(rec.get("kind") or Kind.TIME)
-    spread, tol = rec.get("spread"), rec.get("tolerance")
-    if not isinstance(spread, int | float) or not isinstance(tol, int | float):
+def _value_floor(b: BlessedValue) -> Floor | None:
+    spread, tol = b.spread, b.tolerance
+    if spread is None or tol is None:
         return None
-    if kind == Kind.SHARE:  # judged in points: the spread as a CV of the level, in points
-        median, points = rec.get("median"), rec.get("points")
-        if not isinstance(median, int | float) or not isinstance(points, int | float):
+    if b.kind == Kind.SHARE:  # judged in points: the spread as a CV of the level, in points
+        if b.median is None or b.points is None:
             return None
-        spread, tol = spread * median, points
-    return Floor(part, env, ref_key, var, kind, spread, tol, step(spread, tol, kind))
+        spread, tol = spread * b.median, b.points
+    k = b.key
+    return Floor(k.partition, k.environ, k.ref_key, k.var, b.kind, spread, tol,
+                 step(spread, tol, b.kind))
 
 
-def build_floors(stats: dict | None) -> list[Floor]:
-    """The floor of each whole build the statistics file has a tolerance for (`$builds`);
-    a build's factor is a slowdown, judged as a time."""
-    out = []
-    for part, env, rec in build_records(stats):
-        spread, tol = rec.get("spread"), rec.get("tolerance")
-        if isinstance(spread, int | float) and isinstance(tol, int | float):
-            out.append(Floor(part, env, "", "factor", Kind.TIME, spread, tol,
-                             step(spread, tol, Kind.TIME)))
+def build_floors(references: ReferenceSet) -> list[Floor]:
+    """The floor of each whole build bless gave a tolerance (`$builds`); a build's
+    factor is a slowdown, judged as a time."""
+    out = [Floor(b.partition, b.environ, "", "factor", Kind.TIME, b.spread, b.tolerance,
+                 step(b.spread, b.tolerance, Kind.TIME))
+           for b in references.builds.values()
+           if b.spread is not None and b.tolerance is not None]
     return sorted(out, key=lambda f: (f.partition, f.environ))
 
 

@@ -115,8 +115,8 @@ def _measured(session: Session, references: ReferenceSet) -> dict[ValueKey, Valu
                 continue
             k = case.value_key(pv.var)
             if k not in out:
-                out[k] = ValueVerdict.of(case, pv, references.blessed(case, pv.var),
-                                         references.policy)
+                out[k] = ValueVerdict.of(case, pv, references.reference_of(case, pv),
+                                         references.blessed_of(case, pv.var), references.policy)
             samples.setdefault(k, []).append(float(pv.value))
     return {k: replace(v, samples=tuple(samples[k])) for k, v in out.items()}
 

@@ -32,9 +32,6 @@ class Case:
     tc: dict = field(repr=False)
     session: str  # the session's UUID
     run: int  # the run of the session: the repetition
-    #: the system's references, when the case is judged against them instead of those
-    #: ReFrame ran it against (test class → partition → environ → reference key → var)
-    refs: dict | None = field(default=None, repr=False)
 
     @cached_property
     def name(self) -> str:
@@ -218,11 +215,9 @@ class Case:
 
     @cached_property
     def values(self) -> tuple[PerfValue, ...]:
-        if self.refs is None:
-            return perf_values(self.tc)
-        entry = (((self.refs.get(self.test_class) or {}).get(self.partition) or {})
-                 .get(self.environ) or {}).get(self.ref_key) or {}
-        return perf_values(self.tc, entry)
+        """As ReFrame reported them (the gate takes each reference from its
+        ReferenceSet)."""
+        return perf_values(self.tc)
 
     def value_key(self, var: str) -> ValueKey:
         return ValueKey(self.partition, self.environ, self.name, var)
@@ -329,16 +324,15 @@ def fixture_kind(tc: dict) -> str:
     return "probe" if str(tc.get("name", "")).startswith("ProbeBuild") else "bench"
 
 
-def load(data: dict, refs: dict | None = None) -> Session:
-    """The typed records of a ReFrame session report; with `refs`, its values judged
-    against these references (as ReFrame would have reported them)."""
+def load(data: dict) -> Session:
+    """The typed records of a ReFrame session report."""
     uuid = (data.get("session_info") or {}).get("uuid", "?")
     cases = []
     for i, run in enumerate(data.get("runs") or []):
         for tc in run.get("testcases") or []:
             if tc.get("fixture") and tc.get("result") == "pass":
                 continue
-            cases.append(Case(tc, uuid, int(tc.get("run_index", i) or i), refs))
+            cases.append(Case(tc, uuid, int(tc.get("run_index", i) or i)))
     return Session(session_info(data), tuple(cases), len(data.get("runs") or []), data)
 
 

@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ..atomic import atomic_write
 from ..reference_file import INDEX, dump_yaml, load_references, read_yaml_file, stats_path
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
-from .reference_set import BUILDS_KEY, ReferenceSet
+from .reference_set import BUILDS_KEY
 from .samples import Samples, against_host, build_stats, collect
 from .statistics import ValueStats, round_sig, value_stats
 from .values import kind_of
@@ -98,14 +98,6 @@ def bless(sessions: list, floor: float, system: str | None, refs: CommentedMap,
                         _bless_value(out, (cls, part, env, key, var), samples,
                                      lambda xs, kind: value_stats(xs, policy, kind))
     return out
-
-
-def bless_in_memory(sessions: list, policy: GatePolicy = DEFAULT_POLICY) -> ReferenceSet:
-    """What bless would write for `sessions` at the policy's value_floor, written nowhere,
-    with the policy to judge by: the references a stored experiment's later sessions are
-    judged against (measure/*.py)."""
-    blessed = bless(sessions, policy.value_floor, None, CommentedMap(), {}, policy)
-    return ReferenceSet(blessed.refs, blessed.stats, policy)
 
 
 def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:

@@ -10,6 +10,7 @@ from ..units import is_share
 from . import host
 from .measurements import Case, PerfValue, ValueKey
 from .policy import DEFAULT_POLICY, GatePolicy
+from .reference_set import BlessedValue, Reference
 from .statistics import best
 from .status import Status
 from .values import value_label
@@ -57,13 +58,18 @@ class ValueVerdict:
     policy: GatePolicy = field(default=DEFAULT_POLICY, repr=False)
 
     @classmethod
-    def of(cls, case: Case, pv: PerfValue, rec: dict, policy: GatePolicy) -> ValueVerdict:
-        """The value as its first sample found it; rec: what bless wrote about it."""
+    def of(cls, case: Case, pv: PerfValue, reference: Reference | None,
+           blessed: BlessedValue | None, policy: GatePolicy) -> ValueVerdict:
+        """The value as its first sample found it, against `reference`; `blessed`: what
+        bless wrote about it."""
         return cls(case.build, case.environ, case.check, case.placement, case.partition,
-                   pv.var, pv.quantity, pv.size, pv.unit, pv.higher_is_better, pv.ref,
-                   pv.lower, pv.upper, key=case.value_key(pv.var), ref_key=case.ref_key,
-                   reason=str(rec.get("reason", "")), spread=float(rec.get("spread") or 0.0),
-                   policy=policy)
+                   pv.var, pv.quantity, pv.size, pv.unit, pv.higher_is_better,
+                   reference.value if reference else None,
+                   reference.lower if reference else None,
+                   reference.upper if reference else None,
+                   key=case.value_key(pv.var), ref_key=case.ref_key,
+                   reason=blessed.reason if blessed else "",
+                   spread=(blessed.spread or 0.0) if blessed else 0.0, policy=policy)
 
     @property
     def all_samples(self) -> list[float]:

@@ -87,10 +87,9 @@ class PerfValue:
         return is_share(self.unit)
 
 
-def perf_values(tc: dict, refs: dict | None = None) -> tuple[PerfValue, ...]:
+def perf_values(tc: dict) -> tuple[PerfValue, ...]:
     """The performance values of a test case's record (ReFrame's perfvalues, with what
-    the check recorded about each in perf_info); with `refs` (var → ReFrame's reference
-    tuple), their references from there (none for a var it lacks)."""
+    the check recorded about each in perf_info), as ReFrame reported them."""
     perf_info = tc.get("perf_info")
     info = perf_info if isinstance(perf_info, dict) else {}
     out = []
@@ -98,7 +97,7 @@ def perf_values(tc: dict, refs: dict | None = None) -> tuple[PerfValue, ...]:
         var = fullvar.rsplit(":", 1)[-1]
         meta = info.get(var) or {}
         size = meta.get("size")
-        ref = pv[1:4] if refs is None else (refs.get(var) or (0, None, None))[:3]
+        ref = pv[1:4]
         out.append(PerfValue(
             var, pv[0], ref[0], ref[1], ref[2], pv[4], pv[5],
             meta.get("quantity", var), int(size) if size not in (None, "") else None,

@@ -63,7 +63,7 @@ def outside_before(keys: set[ValueKey | None], earlier: Iterable[Night],
     for prev, confirmations in earlier:
         if not pending or looked >= LOOK_BACK:
             break
-        judged = judge(references.judging(prev), confirmations, references)
+        judged = judge(prev, confirmations, references)
         if any(h.slow for h in judged.hosts):
             continue
         looked += 1

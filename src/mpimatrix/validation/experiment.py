@@ -68,7 +68,7 @@ class Experiment:
         them (default: the policy's value_floor), judged with `policy`."""
         blessed = bless(list(reports), policy.value_floor if floor is None else floor, None,
                         CommentedMap(), {}, policy)
-        return cls(ReferenceSet(blessed.refs, blessed.stats, policy), tuple(reports), blessed)
+        return cls(ReferenceSet.of(blessed.refs, blessed.stats, policy), tuple(reports), blessed)
 
     def judge(self, nights: Iterable[StoredNight], *,
               before: Iterable[StoredNight] | None = None,
@@ -91,15 +91,15 @@ class Experiment:
           or a function that reads them before each night (a store a live run writes)."""
         refset = self.references
         earlier: list[tuple[Session, list[Session]]] = (
-            [(refset.applied(r), []) for r in self.blessed_from] if before is None else
-            [(refset.applied(n.report), [load(c) for c in n.confirmations]) for n in before])
+            [(load(r), []) for r in self.blessed_from] if before is None else
+            [(load(n.report), [load(c) for c in n.confirmations]) for n in before])
         for stored in nights:
-            session = refset.applied(change(stored.report) if change else stored.report)
+            session = load(change(stored.report) if change else stored.report)
             confs = (confirm(stored, session, refset) if confirm else
                      [load(change(c) if change else c) for c in stored.confirmations])
             night = judge_night(session, confs, refset, reversed(earlier),
                                 disturbed=disturbed() if callable(disturbed) else disturbed)
-            earlier.append((refset.applied(stored.report),
+            earlier.append((load(stored.report),
                             [load(c) for c in stored.confirmations])
                            if keep_stored and change else (session, confs))
             yield Judged(night, stored)
@@ -109,7 +109,7 @@ def applied_confirmations(stored: StoredNight, session: Session,
                           references: ReferenceSet) -> list[Session]:
     """A Confirm: the stored confirmations as ReFrame would have reported them against
     the references."""
-    return [references.applied(c) for c in stored.confirmations]
+    return [load(c) for c in stored.confirmations]
 
 
 def measured_again(stored: StoredNight, session: Session,
@@ -119,7 +119,7 @@ def measured_again(stored: StoredNight, session: Session,
     cases the gate would measure again; none when it would measure none."""
     conf = cut_to_confirm(stored.confirmations[0] if stored.confirmations else None,
                           session, references)
-    return [references.applied(conf)] if conf else []
+    return [load(conf)] if conf else []
 
 
 def cut_to_confirm(candidate: dict | None, session: Session,
@@ -150,5 +150,5 @@ def is_gated(verdict: gate.ValueVerdict) -> bool:
 def gated_values(report: dict, references: ReferenceSet) -> list[gate.ValueVerdict]:
     """The verdicts of a session's gated values, the session judged alone (no
     confirmation, no earlier night)."""
-    return [v for v in gate.judge(references.applied(report), [], references).verdicts
+    return [v for v in gate.judge(load(report), [], references).verdicts
             if is_gated(v)]

@@ -188,7 +188,7 @@ def main(argv=None, prog: str | None = None) -> int:
                       for _ in range(args.bless - len(bless_reports))]
     if args.record:
         return record_only(store, args, builds_of(bless_reports[0]), levels, t0)
-    if not (args.resume and store.references().stats):
+    if not (args.resume and store.references().blessed):
         env = {**os.environ, "MPIMATRIX_RESULTS": str(results)}
         out = subprocess.run([MPIMATRIX, "bless", "--tolerance", args.floor,
                               *(["--vary", args.vary] if args.vary else []),
@@ -206,7 +206,7 @@ def main(argv=None, prog: str | None = None) -> int:
     # the references bless wrote; the sessions blessed from are the first nights before
     experiment = Experiment(store.references(), tuple(bless_reports))
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(experiment.references.stats)})
+                   for f in floors.build_floors(experiment.references)})
     # each night run (or, resuming, read) when its turn comes; the watch rule skips the
     # nights other programs disturbed, as the live gate's does (read again each night)
     planned = scheduled_nights(store, args, stored[args.bless:], builds_of(bless_reports[0]),

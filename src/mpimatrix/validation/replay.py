@@ -66,7 +66,7 @@ def later_passes(judged_passes: int):
         if len(stored.report["runs"]) <= judged_passes:
             return [load(c) for c in stored.confirmations]
         later = cut_to_confirm(passes(stored.report, judged_passes), session, references)
-        return [references.applied(later)] if later else []
+        return [load(later)] if later else []
     return confirm
 
 
@@ -144,7 +144,7 @@ def replay(bless_from: list[StoredNight], judged: list[StoredNight], setting: tu
                                   policy, floor)
     blessed = experiment.blessed
     tally = Tally({(f.partition, f.environ): f.spread
-                   for f in floors.build_floors(experiment.references.stats)})
+                   for f in floors.build_floors(experiment.references)})
     for j in experiment.judge(judged, change=lambda r: passes(r, 0, judged_passes),
                               confirm=later_passes(judged_passes)):
         tally.add(j.night, j.stored.injected, j.night.session.uuid)

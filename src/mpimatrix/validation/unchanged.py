@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..results import gate
+from ..results.measurements import load
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
 from ..results.references import Blessed
@@ -63,8 +64,8 @@ def recorded_halves(folder: Path) -> list[dict]:
 def confirmation(sessions: list[dict], k: int, refset: ReferenceSet) -> dict | None:
     """Session k's confirmation: the next session's passes of the test cases the gate
     would measure again (results.night.to_confirm; None when it would measure none), as
-    ReFrame reported them (`refset.applied` judges them against the blessed references)."""
-    return cut_to_confirm(sessions[k + 1], refset.applied(sessions[k]), refset)
+    ReFrame reported them (the gate judges them against the blessed references)."""
+    return cut_to_confirm(sessions[k + 1], load(sessions[k]), refset)
 
 
 def judged_nights(sessions: list[dict], bless: int, floor: float,

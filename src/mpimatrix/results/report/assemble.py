@@ -62,7 +62,8 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
                              | {Line(s.build, s.key[0]) for s in series
                                 if s.build != history.HOST}), axes)
     cv = curves(cur.cases)
-    ctx: dict = {"name": name, "system": data.system, "references_file": bool(references.refs),
+    ctx: dict = {"name": name, "system": data.system,
+                 "references_file": bool(references.references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     # the current session's figures are drawn while the history is judged
     ctx["curve_plots"] = curve_jobs(cv, reference_points(cur.cases), colours)
@@ -106,7 +107,10 @@ def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
     rows = front.verdict_rows(judged)
     regs = [r for r in rows if r["status"] == Status.REGRESSION]
     fails = front.failures(cur)
-    not_gated = refset.not_gated()
+    not_gated = [{"check": b.key.check, "partition": b.key.partition,
+                  "environ": b.key.environ, "ref_key": b.key.ref_key, "var": b.key.var,
+                  "median": b.median, "spread": b.spread, "n": b.n, "reason": b.reason}
+                 for b in refset.not_gated()]
     listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
     not_gated += [  # those the statistics file does not explain (hand-set references)
         {"check": "", "partition": r["partition"], "environ": r["environ"],

@@ -21,8 +21,8 @@ PLOT_LIMIT = 1.0
 def floor_section(refset: ReferenceSet) -> dict:
     """The section's context: per build (partition, environment) the gated values, their
     median and worst floor and the whole build's floor; every value's floor; the plot."""
-    values = floors.value_floors(refset.stats)
-    whole = {(f.partition, f.environ): f for f in floors.build_floors(refset.stats)}
+    values = floors.value_floors(refset)
+    whole = {(f.partition, f.environ): f for f in floors.build_floors(refset)}
     by_build: dict[tuple[str, str], list[floors.Floor]] = defaultdict(list)
     for f in values:
         by_build[f.partition, f.environ].append(f)
