@@ -42,7 +42,7 @@ from mpimatrix.validation.api import (
     varied_policy,
 )
 
-Night = tuple[float, float]  # minutes of session, of measuring again
+NightMinutes = tuple[float, float]  # minutes of session, of measuring again
 
 
 def main(argv=None) -> int:
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
         p.error(str(e))
     settings = list(dict.fromkeys([baseline, *args.vary]))
     # per setting, by injected: every store's nights, (session, measuring again) minutes
-    pooled: dict[str, dict[bool, list[Night]]] = {v: {False: [], True: []} for v in settings}
+    pooled: dict[str, dict[bool, list[NightMinutes]]] = {v: {False: [], True: []} for v in settings}
     for store in args.store:
         for vary, nights in store_costs(store, args.bless, settings,
                                         args.confirm_samples).items():
@@ -86,7 +86,7 @@ def main(argv=None) -> int:
 
 
 def store_costs(store: Path, bless: int, settings: list[str], samples: int | None = None
-                ) -> dict[str, dict[bool, list[Night]]]:
+                ) -> dict[str, dict[bool, list[NightMinutes]]]:
     """Per setting, by injected: each night's minutes of session and of measuring
     again; printed. `samples`: the settings after the first (the baseline) measure each test
     again that many times (its minutes scale with them: a confirmation's fixed part, a
@@ -114,7 +114,7 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
           f"{session:.2f} min a night; one test measured again on every build {usual:.3f} "
           f"min (median over {len(per_test)} confirmations) at {max(repeats)} samples of "
           f"each test" + (f"; other settings priced at {samples}" if samples else ""))
-    out: dict[str, dict[bool, list[Night]]] = {}
+    out: dict[str, dict[bool, list[NightMinutes]]] = {}
     for vary in settings:
         refset = Experiment.bless([n.report for n in bless_from], varied_policy(vary)).references
         out[vary] = {False: [], True: []}
@@ -127,7 +127,7 @@ def store_costs(store: Path, bless: int, settings: list[str], samples: int | Non
     return out
 
 
-def print_costs(costs: dict[str, dict[bool, list[Night]]]) -> None:
+def print_costs(costs: dict[str, dict[bool, list[NightMinutes]]]) -> None:
     """Per setting: the minutes a night against the first setting's (the baseline),
     over every night, then unchanged and injected nights apart. A site's nights are
     mostly unchanged: theirs is the usual night's price, while an injected night's
@@ -149,7 +149,7 @@ def print_costs(costs: dict[str, dict[bool, list[Night]]]) -> None:
                       f"{_total(minutes[injected]) / _total(base[injected]) - 1:+.0%}")
 
 
-def _total(nights: list[Night]) -> float:
+def _total(nights: list[NightMinutes]) -> float:
     """Mean minutes a night, session and measuring again."""
     return statistics.fmean(s + a for s, a in nights)
 

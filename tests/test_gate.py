@@ -16,7 +16,7 @@ import yaml
 from helpers import FIXTURES, judged
 
 from mpimatrix.reference_file import ReferenceFileError, load_references, stats_path
-from mpimatrix.results import history, references
+from mpimatrix.results import blessing, history
 from mpimatrix.results.gate import (
     NOISE,
     NOT_GATED,
@@ -77,9 +77,9 @@ def test_tolerance_grows_with_the_spread_and_has_a_floor():
 def test_bless_writes_refs_and_statistics_and_keeps_hand_edits(tmp_path):
     out = tmp_path / "local.yaml"
     sessions = [session(n) for n in BLESS]
-    refs, stats = references.read(out)
-    blessed = references.bless(sessions, 0.1, "local", refs, stats)
-    references.write(blessed, out)
+    refs, stats = blessing.read(out)
+    blessed = blessing.bless(sessions, 0.1, "local", refs, stats)
+    blessing.write(blessed, out)
     data = load_references(out)  # ReFrame's format, checked
     entry = data["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"]["MPI1:PingPong@intranode"]
     st = yaml.safe_load(stats_path(out).read_text())
@@ -100,9 +100,9 @@ def test_bless_writes_refs_and_statistics_and_keeps_hand_edits(tmp_path):
     text = text.replace(old, f"latency_8B: [{pp['latency_8B'][0]}, null, 0.75, us]")
     out.write_text(text)
     for _ in range(2):  # twice: the second bless must still know the edit is by hand
-        refs, stats = references.read(out)
-        blessed = references.bless(sessions, 0.1, "local", refs, stats)
-        references.write(blessed, out)
+        refs, stats = blessing.read(out)
+        blessed = blessing.bless(sessions, 0.1, "local", refs, stats)
+        blessing.write(blessed, out)
     assert "# checked by hand" in out.read_text()
     again = load_references(out)
     assert again["ImbCheck"]["local:default"]["mpich-4_0_2-debian"][
@@ -112,8 +112,8 @@ def test_bless_writes_refs_and_statistics_and_keeps_hand_edits(tmp_path):
 
 @pytest.mark.parametrize("floor", [0, 1, 2, -0.1])
 def test_bless_refuses_a_floor_reframe_cannot_use(floor):
-    with pytest.raises(references.BlessError, match="between 0 and 1"):
-        references.bless([session("bless-1")], floor, "local", references.CommentedMap(), {})
+    with pytest.raises(blessing.BlessError, match="between 0 and 1"):
+        blessing.bless([session("bless-1")], floor, "local", blessing.CommentedMap(), {})
 
 
 HEAD = "ImbCheck:\n  $index: [$partition, $environ, ref_key]\n"
@@ -211,7 +211,7 @@ def test_bless_takes_the_best_pass_of_each_session(tmp_path):
     """Three sessions of three passes: one sample per session, its best pass; one
     session of three passes (site acceptance): its passes are the samples."""
     sessions = [_passes(n, [1.0, 2.0, 1.5]) for n in BLESS]
-    blessed = references.bless(sessions, 0.1, "local", references.CommentedMap(), {})
+    blessed = blessing.bless(sessions, 0.1, "local", blessing.CommentedMap(), {})
     rec = blessed.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
     # three builds ran: each session's samples against its host factor
@@ -221,8 +221,8 @@ def test_bless_takes_the_best_pass_of_each_session(tmp_path):
     assert rec["n"] == 3 and rec["basis"] == "best of each session's 3 passes, against the host"
     assert sorted(rec["samples"]) == pytest.approx(sorted(singles), rel=1e-3)
     assert all(0.5 < f < 2 for f in hosts.values()) and len(hosts) == 3
-    one = references.bless([_passes("bless-1", [1.0, 2.0, 1.5])], 0.1, "local",
-                           references.CommentedMap(), {})
+    one = blessing.bless([_passes("bless-1", [1.0, 2.0, 1.5])], 0.1, "local",
+                           blessing.CommentedMap(), {})
     rec = one.stats["ImbCheck"]["local:default"]["mpich-5_0_2-pypi"][
         "MPI1:PingPong@intranode"]["latency_8B"]
     assert rec["n"] == 3 and rec["basis"] == "every pass of 1 session(s)"
@@ -306,8 +306,8 @@ def test_bless_of_a_zero_overlap_writes_a_valid_file(tmp_path):
         tc["perf_info"]["overlap_1MiB"] = {"quantity": "overlap", "unit": "%", "size": "1048576",
                                            "better": "higher"}
     out = tmp_path / "local.yaml"
-    blessed = references.bless(sessions, 0.1, "local", references.CommentedMap(), {})
-    references.write(blessed, out)
+    blessed = blessing.bless(sessions, 0.1, "local", blessing.CommentedMap(), {})
+    blessing.write(blessed, out)
     data = load_references(out)
     entries = [pv for env in data["ImbCheck"]["local:default"].values() for k in env.values()
                for var, pv in k.items() if var == "overlap_1MiB"]

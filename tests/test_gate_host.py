@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 from helpers import judged, six_pass_session, slow_class
 
-from mpimatrix.results import gate, night, references, summary
+from mpimatrix.results import blessing, gate, night, summary
 from mpimatrix.results.measurements import as_session
 from mpimatrix.results.policy import DEFAULT_POLICY
 from mpimatrix.results.reference_set import BUILDS_KEY, ReferenceSet
@@ -35,8 +35,8 @@ def recorded(i: int, first: int = 0, last: int = 3) -> dict:
 
 @pytest.fixture(scope="module")
 def blessed():
-    return references.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
-                            references.CommentedMap(), {})
+    return blessing.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
+                            blessing.CommentedMap(), {})
 
 
 def against(session: dict, blessed, factors: dict[str, float] | None = None,
@@ -270,8 +270,8 @@ def test_the_confirmation_clears_what_its_own_host_factor_explains(blessed):
 @pytest.fixture(scope="module")
 def blessed_wide():
     """References with the default 30 % floor: no single value catches a 25 % step."""
-    return references.bless([recorded(i) for i in range(1, 6)], DEFAULT_FLOOR, "local",
-                            references.CommentedMap(), {})
+    return blessing.bless([recorded(i) for i in range(1, 6)], DEFAULT_FLOOR, "local",
+                            blessing.CommentedMap(), {})
 
 
 def confirmation(blessed, factors: dict[str, float]) -> dict:
@@ -532,8 +532,8 @@ def test_a_builds_level_counts_the_values_bless_left_ungated():
     too noisy to gate; a build's level is the median over all 26 (as bless measures the
     builds' spreads): PyPI MPICH's ungated values 20 % slower name the build."""
     policy = replace(DEFAULT_POLICY, value_floor=0.1, max_tolerance=0.1)
-    blessed = references.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
-                               references.CommentedMap(), {}, policy)
+    blessed = blessing.bless([recorded(i) for i in range(1, 6)], 0.1, "local",
+                               blessing.CommentedMap(), {}, policy)
     quiet = judged(against(recorded(6), blessed), None, blessed.stats, policy)
     ungated = {tuple(v.key) for v in quiet.verdicts if v.build == VICTIM and v.reference
                and v.tolerance is None and not v.is_share}

@@ -13,7 +13,7 @@ import pytest
 from helpers import judged, six_pass_session
 from test_gate_host import against
 
-from mpimatrix.results import gate, references
+from mpimatrix.results import blessing, gate
 from mpimatrix.results.policy import POLICY_KEY
 from mpimatrix.results.statistics import SHARE, share_stats
 
@@ -35,7 +35,7 @@ def with_overlap(session: dict, values: list[float]) -> dict:
 def bless_at(levels: list[float]):
     sessions = [with_overlap(six_pass_session(i, 0, 3), [x] * 3)
                 for i, x in zip(range(1, 6), levels, strict=True)]
-    return references.bless(sessions, 0.3, "local", references.CommentedMap(), {})
+    return blessing.bless(sessions, 0.3, "local", blessing.CommentedMap(), {})
 
 
 def overlap_record(blessed) -> dict:

@@ -93,10 +93,10 @@ def test_a_whole_build_and_its_values_turn_the_night_red_at_once():
     verdict on the build, and every value named with it, as the gate gave them."""
     from test_gate_host import against, confirmation
 
-    from mpimatrix.results import references
+    from mpimatrix.results import blessing
 
-    wide = references.bless([six_pass_session(i, 0, 3) for i in range(1, 6)],
-                            DEFAULT_POLICY.value_floor, "local", references.CommentedMap(), {})
+    wide = blessing.bless([six_pass_session(i, 0, 3) for i in range(1, 6)],
+                            DEFAULT_POLICY.value_floor, "local", blessing.CommentedMap(), {})
     session = load(against(six_pass_session(6, 0, 3), wide, {"mpich-5.0.2-pypi": 1.5}))
     conf = load(confirmation(wide, {"mpich-5.0.2-pypi": 1.5}))
     j = judged(session, [conf], wide.stats)
@@ -110,10 +110,10 @@ def test_values_of_one_build_outside_together_are_red_at_once():
     value, so none goes on watch."""
     from test_gate_host import against
 
-    from mpimatrix.results import references
+    from mpimatrix.results import blessing
 
-    wide = references.bless([six_pass_session(i, 0, 3) for i in range(1, 6)],
-                            DEFAULT_POLICY.value_floor, "local", references.CommentedMap(), {})
+    wide = blessing.bless([six_pass_session(i, 0, 3) for i in range(1, 6)],
+                            DEFAULT_POLICY.value_floor, "local", blessing.CommentedMap(), {})
     two = {"mpich-5.0.2-pypi", "impi-2021.18.1-pypi"}
     session = load(against(six_pass_session(6, 0, 3), wide, {"mpich-5.0.2-pypi": 1.5},
                            only=two))

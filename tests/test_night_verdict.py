@@ -22,9 +22,9 @@ from stored_db import store
 from mpimatrix.cli import main
 from mpimatrix.paths import references_dir, reports_dir, results_db
 from mpimatrix.reference_file import stats_path
+from mpimatrix.results.blessing import bless
 from mpimatrix.results.night_verdict import Verdict
 from mpimatrix.results.policy import POLICY_KEY
-from mpimatrix.results.references import bless
 from mpimatrix.run.nights import load_record_path
 from mpimatrix.run.session import judge_report
 

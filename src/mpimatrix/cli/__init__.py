@@ -13,7 +13,7 @@ from ..builds.record import BuildError
 from ..builds.sources import load_builds
 from ..reference_file import ReferenceFileError
 from ..results.acceptance.requirements import RequirementsError, load_requirements
-from ..results.references import BlessError
+from ..results.blessing import BlessError
 from ..results.sessions import SessionError
 from ..rfm.inject_spec import InjectError
 from ..rfm.launchers import srun_plugin

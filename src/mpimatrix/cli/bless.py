@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..paths import references_dir
-from ..results import bless_sessions, floors, references
+from ..results import bless_sessions, blessing, floors
 from ..results.measurements import as_sessions
 from ..results.policy import DEFAULT_POLICY, POLICY_KEY, from_record, variation
 from ..results.reference_set import ReferenceSet
@@ -34,12 +34,12 @@ def cmd_bless(args) -> int:
         print(f"mpimatrix bless: WARNING: {runs} session run(s); with fewer than 5 the "
               "spread of a value is a guess and values with under 3 samples are not gated")
     out = Path(args.output) if args.output else references_dir() / f"{system}.yaml"
-    refs, stats = ({}, {}) if args.replace else references.read(out)
+    refs, stats = ({}, {}) if args.replace else blessing.read(out)
     # the settings the file was blessed with, changed by --vary (--replace: the defaults)
     policy = replace(from_record(stats.get(POLICY_KEY)), **args.vary)
-    blessed = references.bless(sessions, args.tolerance, system,
-                               refs or references.CommentedMap(), stats, policy)
-    references.write(blessed, out)
+    blessed = blessing.bless(sessions, args.tolerance, system,
+                               refs or blessing.CommentedMap(), stats, policy)
+    blessing.write(blessed, out)
     total = blessed.gated + len(blessed.not_gated)
     print(f"wrote {out}: {total} value(s) from {runs} run(s), {blessed.gated} gated "
           f"(tolerance from the spread, floor {args.tolerance:.0%}), "

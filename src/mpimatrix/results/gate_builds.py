@@ -14,90 +14,15 @@ and confirmation factors (one draw per round of measuring again) is beyond it to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 
 from . import host
+from .host import Host
 from .policy import DEFAULT_POLICY, GatePolicy
 from .reference_set import ReferenceSet
 from .statistics import best
 from .status import Status
-
-
-@dataclass(frozen=True)
-class Host:
-    """The host factor of one partition in a session, and of each class of its values."""
-
-    partition: str
-    factor: float | None
-    builds: dict[str, float]  # each build's median slowdown (not against the host)
-    slowdowns: host.Slowdowns = field(repr=False, compare=False)
-    judged: host.BuildFactors  # each build's factor as a whole, and against what
-    tolerance: float = DEFAULT_POLICY.host_tolerance  # slower than this: a HOST line
-    confirm_factor: float | None = None
-    class_tolerance: float = DEFAULT_POLICY.host_class_tolerance  # a class's HOST line
-    #: builds most of which were outside at once: judged against the median build
-    together: tuple[str, ...] = ()
-
-    @property
-    def classes(self) -> dict[str, float]:
-        """Each class's host factor."""
-        return self.slowdowns.classes
-
-    @property
-    def slow_classes(self) -> dict[str, float]:
-        return {c: f for c, f in self.classes.items() if f > 1 + self.class_tolerance}
-
-    @property
-    def slow(self) -> bool:
-        """The machine: every build slow at once, over all values or in a class of
-        them, or most builds outside together."""
-        return ((self.factor is not None and self.factor > 1 + self.tolerance)
-                or bool(self.slow_classes) or bool(self.together))
-
-    @property
-    def fast(self) -> bool:
-        """Every build faster than its references at once, beyond the host tolerance: the
-        gate never divides by a host factor below 1, so that much of a step is hidden."""
-        return self.factor is not None and self.factor < 1 - self.tolerance
-
-    def fast_line(self) -> str:
-        assert self.factor is not None
-        return (f"host {self.partition}: every build {self.factor - 1:+.0%} against its "
-                f"references at once: the machine runs faster than when blessed, so a step "
-                f"of up to {1 / self.factor - 1:.0%} reads at or below the references and "
-                "is not seen (on top of each tolerance). If it stays so for several "
-                "nights, bless again from recent sessions (mpimatrix bless --session ...)")
-
-    def divisor(self, size: int | None, higher_is_better: bool) -> float | None:
-        """The host factor a value is judged against: its class's (never below 1)."""
-        return host.judging(self.slowdowns.factor_of(host.value_class(size, higher_is_better)))
-
-    def with_build_divisor(self, size: int | None, higher_is_better: bool,
-                           environ: str = "") -> float | None:
-        """What a value of a build judged as a whole is divided by: what the level its
-        build was judged against (the other builds' median, or the median build's) showed
-        in its class (host.Slowdowns.expected)."""
-        level = self.judged.levels.get(environ, self.judged.level)
-        if level is None:
-            return None
-        return self.slowdowns.expected(host.value_class(size, higher_is_better), level)
-
-    def line(self) -> str:
-        each = ", ".join(f"{b} {f:.2f}" for b, f in sorted(self.builds.items()))
-        what = []
-        if self.factor is not None and self.factor > 1 + self.tolerance:
-            what.append(f"every build {self.factor - 1:+.0%} against its references at once "
-                        f"(median slowdown per build: {each})")
-        what += [f"{c} {f - 1:+.0%} on every build at once"
-                 for c, f in sorted(self.slow_classes.items())]
-        if self.together:
-            against = host.level_name(False)
-            what.append(f"{', '.join(self.together)} outside together against {against}, "
-                        "judged against the median build")
-        return (f"HOST {self.partition}: {'; '.join(what)}; values were judged against "
-                "the host of their class. The machine, not a build: run again on a quiet "
-                "machine, or bless again if it changed for good")
 
 
 @dataclass(frozen=True)

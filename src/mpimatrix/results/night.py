@@ -81,7 +81,7 @@ def _close(x: float, threshold: float, spread: float, spreads: float) -> bool:
 
 
 def judge_night(session: Session, confirmations: list[Session], references: ReferenceSet,
-                earlier: Iterable[watch.Night] = (), *,
+                earlier: Iterable[watch.EarlierNight] = (), *,
                 disturbed: Collection[str] = frozenset(),
                 what_changed: bool = False) -> Night:
     """The night's judgement and its one verdict. `earlier`: stored nights (a session
@@ -102,8 +102,8 @@ def judge_night(session: Session, confirmations: list[Session], references: Refe
                  night_verdict(session, judged, spoiled), changed)
 
 
-def earlier_nights(session: Session, candidates: Iterable[watch.Night],
-                   disturbed: Collection[str] = frozenset()) -> Iterator[watch.Night]:
+def earlier_nights(session: Session, candidates: Iterable[watch.EarlierNight],
+                   disturbed: Collection[str] = frozenset()) -> Iterator[watch.EarlierNight]:
     """The nights before `session` that count, newest first: sessions (not
     confirmations) started before it, each once, none other programs disturbed. (The
     watch rule also passes over nights the machine ran slow: watch.outside_before.)"""
@@ -120,11 +120,11 @@ class _Counted:
     """An iterator of earlier nights read once and replayed to each reader (the watch
     rule, then what changed), so a store is read only as far as the furthest reader."""
 
-    def __init__(self, source: Iterator[watch.Night]):
+    def __init__(self, source: Iterator[watch.EarlierNight]):
         self._source = source
-        self._read: list[watch.Night] = []
+        self._read: list[watch.EarlierNight] = []
 
-    def __iter__(self) -> Iterator[watch.Night]:
+    def __iter__(self) -> Iterator[watch.EarlierNight]:
         yield from self._read
         for night in self._source:
             self._read.append(night)

@@ -26,10 +26,10 @@ from .reference_set import ReferenceSet
 LOOK_BACK = 5
 
 #: A stored session and its confirmation sessions.
-Night = tuple[Session, list[Session]]
+EarlierNight = tuple[Session, list[Session]]
 
 
-def apply(session: Session, judged: Judgement, earlier: Iterable[Night],
+def apply(session: Session, judged: Judgement, earlier: Iterable[EarlierNight],
           references: ReferenceSet) -> Judgement:
     """The judgement with each value alone (the only one of its build outside) that was
     not outside its tolerance in the previous night measuring it on WATCH. `earlier`:
@@ -51,7 +51,7 @@ def apply(session: Session, judged: Judgement, earlier: Iterable[Night],
     return Judgement(verdicts, judged.hosts, judged.builds)
 
 
-def outside_before(keys: set[ValueKey | None], earlier: Iterable[Night],
+def outside_before(keys: set[ValueKey | None], earlier: Iterable[EarlierNight],
                    references: ReferenceSet) -> dict[ValueKey | None, str]:
     """For each value: the UUID (8 characters) of the newest earlier night that measured
     it, when the value was outside its tolerance there; "" when it was not. `earlier`:

@@ -1,5 +1,5 @@
 """One experiment on stored nights, in one place: references blessed from the first
-sessions (results.references.bless, as `mpimatrix bless` writes them, written nowhere),
+sessions (results.blessing.bless, as `mpimatrix bless` writes them, written nowhere),
 then each later night judged as `mpimatrix run` judges it (results.night.judge_night),
 the nights judged before it being its earlier nights (the watch rule). `mpimatrix validate
 gate`, `validate replay`, `validate unchanged` and the experiments of measure/ all run
@@ -16,11 +16,11 @@ from dataclasses import dataclass, replace
 from ruamel.yaml.comments import CommentedMap
 
 from ..results import gate
+from ..results.blessing import Blessed, bless
 from ..results.measurements import Session, load
 from ..results.night import Night, judge_night, to_confirm
 from ..results.policy import DEFAULT_POLICY, GatePolicy, variation
 from ..results.reference_set import ReferenceSet
-from ..results.references import Blessed, bless
 from .store import StoredNight
 
 #: A night's confirmation sessions: (the stored night, its session as judged, the

@@ -11,7 +11,7 @@ Reads a results store of `mpimatrix validate gate` and prints:
 2. for each setting FLOOR:SPREADS:MAX (tolerance floor, robust spreads, largest
    tolerance a gated value may get), with and without judging against the host: the
    references `mpimatrix bless` writes from the first B unchanged sessions
-   (results.references.bless), every later session judged by results.gate.judge with
+   (results.blessing.bless), every later session judged by results.gate.judge with
    its confirmation, and counted: values gated, false alarms over the gated values of
    builds left alone, detection per injected level over the injected build's gated
    time and rate values, sessions with a HOST line, and the unchanged sessions that

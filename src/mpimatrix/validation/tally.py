@@ -139,7 +139,7 @@ class Tally:
     builds: Counter = field(default_factory=Counter)
     gated: Counter = field(default_factory=Counter)
     hosts: int = 0
-    #: sessions where every build ran faster than its references (gate_builds.Host.fast)
+    #: sessions where every build ran faster than its references (host.Host.fast)
     fast: int = 0
     sessions: int = 0
     #: machine time: the sessions' and their confirmations' seconds; nights by rounds

@@ -30,10 +30,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..results import gate
+from ..results.blessing import Blessed
 from ..results.measurements import load
 from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
-from ..results.references import Blessed
 from ..results.sessions import load_report
 from .command import description
 from .experiment import Experiment, cut_to_confirm, is_gated, measured_again

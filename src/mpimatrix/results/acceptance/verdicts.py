@@ -76,7 +76,7 @@ def median_interval(samples: list[float], confidence: float
 
 
 @dataclass(frozen=True)
-class BuildVerdict:
+class BuildAcceptance:
     requirement: Requirement
     build: str
     samples: tuple[float, ...]
@@ -97,14 +97,14 @@ class BuildVerdict:
             (self.median - r.bound) / r.bound
 
 
-def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildVerdict:
+def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildAcceptance:
     n_needed = samples_needed(req.confidence)
     if not samples:
-        return BuildVerdict(req, build, (), Verdict.UNMEASURED, reason="no sample")
+        return BuildAcceptance(req, build, (), Verdict.UNMEASURED, reason="no sample")
     med = statistics.median(samples)
     ci = median_interval(samples, req.confidence)
     if ci is None:
-        return BuildVerdict(req, build, tuple(samples), Verdict.INCONCLUSIVE, med,
+        return BuildAcceptance(req, build, tuple(samples), Verdict.INCONCLUSIVE, med,
                             reason=f"{len(samples)} sample(s): an interval at "
                             f"{req.confidence:.0%} needs {n_needed}")
     lo, hi, cov = ci
@@ -112,7 +112,7 @@ def build_verdict(req: Requirement, build: str, samples: list[float]) -> BuildVe
     bad = (lo > req.bound) if req.op == "<=" else (hi < req.bound)
     verdict = Verdict.MET if good else Verdict.NOT_MET if bad else Verdict.INCONCLUSIVE
     reason = "" if verdict != Verdict.INCONCLUSIVE else "the bound is inside the interval"
-    return BuildVerdict(req, build, tuple(samples), verdict, med, lo, hi, cov, reason)
+    return BuildAcceptance(req, build, tuple(samples), verdict, med, lo, hi, cov, reason)
 
 
 def _cases(req: Requirement, sessions: list[Session], system: str | None):
@@ -148,7 +148,7 @@ def _disturbed_by_build(req: Requirement, sessions: list[Session], system: str |
     return out
 
 
-def _with_disturbance(v: BuildVerdict, uuids: list[str], scope: Scope) -> BuildVerdict:
+def _with_disturbance(v: BuildAcceptance, uuids: list[str], scope: Scope) -> BuildAcceptance:
     if not uuids or v.verdict == Verdict.UNMEASURED:
         return v
     names = ", ".join(u[:8] for u in uuids)
@@ -185,7 +185,7 @@ def _value_at(curve, req: Requirement) -> float | None:
 class RequirementVerdict:
     requirement: Requirement
     verdict: Verdict
-    builds: tuple[BuildVerdict, ...]
+    builds: tuple[BuildAcceptance, ...]
     reason: str = ""
 
 
