@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ..atomic import atomic_write
 from ..reference_file import INDEX, dump_yaml, load_references, read_yaml_file, stats_path
 from .policy import DEFAULT_POLICY, POLICY_KEY, GatePolicy
-from .reference_set import BUILDS_KEY
+from .reference_set import BUILDS_KEY, ReferenceSet, RefKey
 from .samples import Samples, against_host, build_stats, collect
 from .statistics import ValueStats, round_sig, value_stats
 from .values import kind_of
@@ -80,6 +80,7 @@ def bless(sessions: list, floor: float, system: str | None, refs: CommentedMap,
     if not acc:
         raise BlessError("no test case with performance values in the given session(s)"
                          + (f" for system {system!r}" if system else ""))
+    previous = ReferenceSet.of(None, old_stats)  # what the statistics file held
     out = Blessed(refs, {k: v for k, v in old_stats.items()})
     out.stats[POLICY_KEY] = policy.record()
     out.hosts, builds = against_host(acc, policy)
@@ -95,13 +96,15 @@ def bless(sessions: list, floor: float, system: str | None, refs: CommentedMap,
             for env, keys in envs.items():
                 for key, pvars in keys.items():
                     for var, samples in pvars.items():
-                        _bless_value(out, (cls, part, env, key, var), samples,
-                                     lambda xs, kind: value_stats(xs, policy, kind))
+                        _bless_value(out, RefKey(cls, part, env, key, var), samples,
+                                     lambda xs, kind: value_stats(xs, policy, kind),
+                                     previous)
     return out
 
 
-def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:
-    cls, part, env, key, var = path
+def _bless_value(out: Blessed, path: RefKey, samples: Samples, judge,
+                 previous: ReferenceSet) -> None:
+    cls, part, env, key, var = path.check, path.partition, path.environ, path.ref_key, path.var
     stats = judge(samples.values, kind_of(samples.unit, samples.higher_is_better))
     stats.basis = samples.basis
     if samples.excluded:
@@ -109,7 +112,7 @@ def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:
     lower, upper = thresholds(stats, samples.higher_is_better)
     slot = _node(out.refs, cls, part, env, key)
     old = slot.get(var)
-    old_stat = out.stats.get(cls, {}).get(part, {}).get(env, {}).get(key, {}).get(var)
+    old_stat = previous.blessed.get(path)
     label = f"{env} {key} {var}"
     new = [round_sig(stats.median), lower, upper, samples.unit]
     if isinstance(old, list) and old[:1] == ["$xfail"]:
@@ -117,8 +120,8 @@ def _bless_value(out: Blessed, path: tuple, samples: Samples, judge) -> None:
         new = old
         out.kept_by_hand.append(f"{label}: $xfail entry kept, reference renewed")
     elif isinstance(old, list) and len(old) == 4 and old_stat is not None and (
-            old_stat.get("hand_set") or
-            [plain(x) for x in old[1:3]] != list(old_stat.get("thresholds", old[1:3]))):
+            old_stat.hand_set or [plain(x) for x in old[1:3]] != list(
+                old_stat.thresholds if old_stat.thresholds is not None else old[1:3])):
         new = [new[0], old[1], old[2], samples.unit]
         out.kept_by_hand.append(f"{label}: hand-set thresholds {old[1]}, {old[2]} kept")
     slot[var] = flow(new)

@@ -63,6 +63,8 @@ class BlessedValue:
     kind: Kind = Kind.TIME
     points: float | None = None  # a share's tolerance in percentage points
     hand_set: bool = False  # thresholds set by hand: the spread does not explain them
+    #: the thresholds bless wrote into the reference file (None: not recorded)
+    thresholds: tuple[float | None, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,7 @@ def _blessed(stats: Mapping):
 
 
 def _blessed_value(key: RefKey, rec: Mapping) -> BlessedValue:
-    n, gated = rec.get("n"), rec.get("gated")
+    n, gated, written = rec.get("n"), rec.get("gated"), rec.get("thresholds")
     try:
         kind = Kind(rec.get("kind") or Kind.TIME)
     except ValueError:
@@ -185,7 +187,9 @@ def _blessed_value(key: RefKey, rec: Mapping) -> BlessedValue:
                         n if isinstance(n, int) else None, _number(rec.get("tolerance")),
                         gated if isinstance(gated, bool) else None,
                         str(rec.get("reason") or ""), kind, _number(rec.get("points")),
-                        rec.get("hand_set") is True)
+                        rec.get("hand_set") is True,
+                        (_number(written[0]), _number(written[1]))
+                        if isinstance(written, list | tuple) and len(written) == 2 else None)
 
 
 def _builds(stats: Mapping):
