@@ -196,9 +196,9 @@ def test_the_report_lists_a_value_on_watch():
                       name="watch")
     assert not rep.context["regressions"]
     [row] = rep.context["watch"]
-    assert (row["build"], row["benchmark"], row["what"]) == (
+    assert (row.build, row.benchmark, row.what) == (
         "mpich-4.0.2-debian", "Imb MPI1:Sendrecv", "latency at 8 B"), row
-    assert row["reason"].endswith("not outside in the session before: a REGRESSION if "
+    assert row.reason.endswith("not outside in the session before: a REGRESSION if "
                                   "outside next time")
     assert rep.context["verdict"]["text"].endswith("; 1 value(s) on watch")
     assert "<h3>On watch: outside alone, not in the session before</h3>" in rep.html

@@ -110,9 +110,9 @@ def test_front_page_names_builds_sessions_and_provenance(compare, compare_report
     info = compare["session_info"]
     assert ctx["verdict"]["cls"] == "good" and not ctx["regressions"] and not ctx["failures"]
     envs = set(info["builds"].split("+"))
-    assert {b["environ"] for b in ctx["builds"]} == envs
-    assert all(b["status"] == "ok" and b["library"] for b in ctx["builds"])
-    assert ctx["sessions"][0]["uuid"] == info["uuid"] and ctx["sessions"][0]["runs"] == 3
+    assert {b.environ for b in ctx["builds"]} == envs
+    assert all(b.status == "ok" and b.library for b in ctx["builds"])
+    assert ctx["sessions"][0].uuid == info["uuid"] and ctx["sessions"][0].runs == 3
     assert ctx["reframe"] == info["version"] and ctx["nodes"] == [info["hostname"]]
     for env in envs:
         assert env in compare_report.html or env.replace("_", ".") in compare_report.html
@@ -132,9 +132,9 @@ def test_a_build_failing_only_against_references_is_no_failed_build():
             outside[tc["environ"]] += tc.get("fail_phase") == "performance"
     rows = front.builds(load([session]))
     assert outside["mpich-4_0_2-debian"] == 2
-    for b in (b for b in rows if b["results"]):  # the builds in the session's selection
-        assert b["results"].get("outside in a pass", 0) == outside[b["environ"]], b
-        assert b["status"] == "ok" and "fail" not in b["results"], b
+    for b in (b for b in rows if b.results):  # the builds in the session's selection
+        assert b.results.get("outside in a pass", 0) == outside[b.environ], b
+        assert b.status == "ok" and "fail" not in b.results, b
 
 
 def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
@@ -150,9 +150,9 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
                     failed[(tc["environ"], tc.get("ref_key"), full.rsplit(":", 1)[-1])] += 1
     night = judged(nightly[-1])
     rows, watched = rep.context["regressions"], rep.context["watch"]
-    whole = [r["build"] for r in rows if r["benchmark"] == "the whole build"]
+    whole = [r.build for r in rows if r.benchmark == "the whole build"]
     assert whole == [b.build for b in night.builds if b.status == gate.REGRESSION]
-    rows = [r for r in rows if r["benchmark"] != "the whole build"]
+    rows = [r for r in rows if r.benchmark != "the whole build"]
     # each build here has several values outside at once: none is a value alone, on
     # watch (results/watch.py), so the report's regressions are the gate's
     assert len(rows) == sum(v.status == gate.REGRESSION for v in night.verdicts) > 0
@@ -167,14 +167,14 @@ def test_regressions_are_the_gates_verdicts(nightly, nightly_report):
     for v in regressed:
         cls = value_class(v.size, v.higher_is_better)
         assert v.with_build or v.host == max(host.classes.get(cls, host.factor), 1.0)
-    assert sorted(r["reason"] for r in rows) == sorted(v.why() for v in regressed)
-    for r in (r for r in rows if "with the whole build" not in r["reason"]):
-        assert r["value"] is not None and r["reference"] and r["change"] is not None
+    assert sorted(r.reason for r in rows) == sorted(v.why() for v in regressed)
+    for r in (r for r in rows if "with the whole build" not in r.reason):
+        assert r.value is not None and r.reference and r.change is not None
         # one run: the session's one sample decides, against the host
         assert re.search(r"^best of 1 sample\(s\) \[\S+\] \S+ against the host \(host factor "
-                         r"\d\.\d\d\): outside the tolerance [+-]30%$", r["reason"]), r["reason"]
+                         r"\d\.\d\d\): outside the tolerance [+-]30%$", r.reason), r.reason
     # a failure of the performance stage is a regression, not also a failed test case
-    assert all(f["phase"] != "performance" for f in rep.context["failures"])
+    assert all(f.phase != "performance" for f in rep.context["failures"])
     assert f"## Regressions ({len(rows) + len(whole)})" in rep.markdown
     assert rep.context["gate"].startswith("the regression gate: a value outside its tolerance")
 
@@ -187,7 +187,7 @@ def test_repeated_runs_pool_their_samples_before_a_value_is_a_regression():
     gated = {(v.environ, v.var, v.check, v.placement): v.status
              for v in gate.judge(session_view(loaded), [], refset).verdicts}
     want = {k for k, st in gated.items() if st in (gate.REGRESSION, gate.NOISE)}
-    got = {(r["build"], r["benchmark"], r["placement"], r["what"])
+    got = {(r.build, r.benchmark, r.placement, r.what)
            for r in rep.context["regressions"] + rep.context["noise"]}
     assert len(got) == len(want)
     assert len(rep.context["regressions"]) == sum(st == gate.REGRESSION
@@ -274,8 +274,8 @@ def test_a_night_the_machine_slowed_a_class_of_values_says_so(nightly, refs, nig
     def named(report) -> set:
         """Values named alone and whole builds (a value named with its build is judged
         against the others' level in its class, which the class's slowdown moves)."""
-        return {(r["build"], r["benchmark"], r["what"]) for r in report.context["regressions"]
-                if "with the whole build" not in r["reason"]}
+        return {(r.build, r.benchmark, r.what) for r in report.context["regressions"]
+                if "with the whole build" not in r.reason}
 
     before, after = named(nightly_report), named(rep)
     assert after <= before, after - before
@@ -326,19 +326,19 @@ def test_each_row_is_a_gate_verdict_in_its_own_words(nightly, nightly_report):
     night = judged(nightly[-1])
     regs = {(v.build, v.check, v.placement, v.what): v for v in night.verdicts
             if v.status == gate.REGRESSION}
-    rows = {(r["build"], r["benchmark"], r["placement"], r["what"]): r
+    rows = {(r.build, r.benchmark, r.placement, r.what): r
             for r in nightly_report.context["regressions"]}
     for b in night.builds:
         row = rows.pop((b.build, "the whole build", "all placements", "factor"), None)
-        assert (row["reason"] if row else None) == (
+        assert (row.reason if row else None) == (
             b.reason() if b.status == gate.REGRESSION else None)
     assert rows.keys() == regs.keys() and rows
     assert any(w.endswith(" at 8 B") for *_, w in rows)
     for key, row in rows.items():
         v = regs[key]
-        assert row["reason"] == v.why() and row["change"] == pytest.approx(v.change)
-        assert (row["value"], row["reference"], row["unit"]) == (v.value, v.reference, v.unit)
-        basis, _, _ = row["reason"].partition(":")  # "best of 1 sample(s) [x] us against ..."
+        assert row.reason == v.why() and row.change == pytest.approx(v.change)
+        assert (row.value, row.reference, row.unit) == (v.value, v.reference, v.unit)
+        basis, _, _ = row.reason.partition(":")  # "best of 1 sample(s) [x] us against ..."
         samples = basis.split(" against")[0]
         assert v.line().startswith(f"REGRESSION {' '.join(key)}: {v.change_label}")
         assert f"({samples} vs reference" in v.line()
@@ -384,17 +384,17 @@ def test_derived_layouts_crossovers_and_fabric_cost_comparison(derived, derived_
     assert ctx["layout_plots"] and ctx["crossover_plot"]
     heads, rows = ctx["crossover_table"]
     ib = [h for h in heads if h.endswith("(ib)")]
-    assert ib and all("internode faster above" in r["cells"][heads.index(ib[0])] for r in rows)
+    assert ib and all("internode faster above" in r.cells[heads.index(ib[0])] for r in rows)
     (fabric,) = ctx["cost_fabric"]
     assert (fabric["first"], fabric["second"]) == ("derived:ib", "derived:eth")
     for r in fabric["rows"]:
-        assert r["cost1"] == pytest.approx(r["min1"] * r["nodes"] * 0.975 / 60)
-        assert r["cost2"] == pytest.approx(r["min2"] * r["nodes"] * 0.78 / 60)
-        assert r["pct"] == pytest.approx((r["cost2"] - r["cost1"]) / r["cost1"] * 100)
+        assert r.cost1 == pytest.approx(r.min1 * r.nodes * 0.975 / 60)
+        assert r.cost2 == pytest.approx(r.min2 * r.nodes * 0.78 / 60)
+        assert r.pct == pytest.approx((r.cost2 - r.cost1) / r.cost1 * 100)
     hours = sum(tc["time_run"] * tc["num_tasks"] / tc["num_tasks_per_node"]
                 for run in derived["runs"] for tc in run["testcases"]) / 3600
-    assert ctx["cost_sessions"][0]["node_hours"] == pytest.approx(hours)
-    assert ctx["cost_sessions"][0]["cost"].startswith("USD ")
+    assert ctx["cost_sessions"][0].node_hours == pytest.approx(hours)
+    assert ctx["cost_sessions"][0].cost.startswith("USD ")
 
 
 def test_crossover_is_interpolated_where_the_ratio_crosses_one(derived):
@@ -428,12 +428,12 @@ def test_failed_test_cases_say_how_often_and_why():
     rows = rep.context["failures"]
     assert len(rows) == len(want) > 0
     for r in rows:
-        assert r["attempts"] == 3 and r["phase"] == "sanity" and r["reason"]
-        assert f"{r['failed']} of 3" in rep.html
+        assert r.attempts == 3 and r.phase == "sanity" and r.reason
+        assert f"{r.failed} of 3" in rep.html
     # as `mpimatrix run` exits (1) for that night
     assert rep.context["verdict"]["cls"] == "bad"
     assert rep.context["verdict"]["text"].startswith(f"FAILED: {len(want)} failed test case")
-    imb = {b["imb"] for b in rep.context["builds"] if b["imb"]}
+    imb = {b.imb for b in rep.context["builds"] if b.imb}
     assert imb == {"2021.11 (impi-2021.18.1-pypi wheel)"}
 
 
@@ -448,9 +448,9 @@ def test_real_cluster_session_has_layouts_and_crossovers():
     assert [p.id for p in ctx["layout_plots"]] == ["layout-mpi1-allreduce-default"]
     assert ctx["placements"] == ["2x2", "internode", "intranode"]
     heads, rows = ctx["crossover_table"]
-    assert len(heads) == 6 and {r["benchmark"] for r in rows} == {"MPI1:Allreduce",
+    assert len(heads) == 6 and {r.benchmark for r in rows} == {"MPI1:Allreduce",
                                                                    "MPI1:PingPong"}
-    assert any("faster above" in c for r in rows for c in r["cells"])
+    assert any("faster above" in c for r in rows for c in r.cells)
     pingpong = next(p for p in ctx["curve_plots"] if p.id == "curve-mpi1-pingpong")
     assert "intranode and internode" in pingpong.alt
 

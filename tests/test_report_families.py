@@ -190,34 +190,34 @@ def test_effect_of_one_pair_from_the_per_pass_samples(compare, compare_report):
     Each cell: median(A)/median(B) - 1, and with three passes the bootstrap's 95 %
     interval is the ratio of the extremes."""
     tables = compare_report.context["effect_tables"]
-    assert [(t["axis"], t["a"], t["b"]) for t in tables] == [
+    assert [(t.axis, t.a, t.b) for t in tables] == [
         ("version", "mpich-5.0.2-pypi", "mpich-4.0.2-debian")]
     t = tables[0]
-    assert t["title"] == "5.0.2 vs 4.0.2" and t["context"] == "MPICH, fabric ?, compiler ?"
-    assert t["sizes"] == ["8 B", "64 KiB", "4 MiB"]
-    row = next(r for r in t["rows"] if r["benchmark"] == "MPI1:PingPong")
-    assert row["placement"].startswith("intranode") and row["column"] == "t (µs)"
+    assert t.title == "5.0.2 vs 4.0.2" and t.context == "MPICH, fabric ?, compiler ?"
+    assert t.sizes == ["8 B", "64 KiB", "4 MiB"]
+    row = next(r for r in t.rows if r.benchmark == "MPI1:PingPong")
+    assert row.placement.startswith("intranode") and row.column == "t (µs)"
     statuses = set()
-    for size, c in zip((8.0, 65536.0, 4194304.0), row["cells"], strict=True):
+    for size, c in zip((8.0, 65536.0, 4194304.0), row.cells, strict=True):
         a = raw_values(compare, "MPI1:PingPong", "mpich-5.0.2-pypi", "t", size)
         b = raw_values(compare, "MPI1:PingPong", "mpich-4.0.2-debian", "t", size)
         assert len(a) == len(b) == 3
-        assert c["estimate"] == pytest.approx(statistics.median(a) / statistics.median(b) - 1)
-        assert c["low"] == pytest.approx(min(a) / max(b) - 1)
-        assert c["high"] == pytest.approx(max(a) / min(b) - 1)
+        assert c.estimate == pytest.approx(statistics.median(a) / statistics.median(b) - 1)
+        assert c.low == pytest.approx(min(a) / max(b) - 1)
+        assert c.high == pytest.approx(max(a) / min(b) - 1)
         resolved = min(a) > max(b) or max(a) < min(b)  # the ranges do not overlap
-        assert c["status"] == ("resolved" if resolved else "spans0")
-        assert c["note"] == ("4.0.2 faster" if resolved and c["estimate"] > 0 else
+        assert c.status == ("resolved" if resolved else "spans0")
+        assert c.note == ("4.0.2 faster" if resolved and c.estimate > 0 else
                              "5.0.2 faster" if resolved else "not resolved: interval spans 0")
-        statuses.add(c["status"])
+        statuses.add(c.status)
     assert statuses == {"resolved", "spans0"}  # this session has both
     counts = compare_report.context["effect_counts"]
-    assert counts["effects"] == len(t["effects"]) and counts["single"] == 0
+    assert counts["effects"] == len(t.effects) and counts["single"] == 0
     assert "not resolved: interval spans 0" in compare_report.html
     assert 'id="families"' in compare_report.html and "Families side by side" in \
         compare_report.markdown
     again = make_report([compare], name="families").context["effect_tables"]
-    assert [e.low for e in again[0]["effects"]] == [e.low for e in t["effects"]]  # seeded
+    assert [e.low for e in again[0].effects] == [e.low for e in t.effects]  # seeded
 
 
 def test_six_passes_narrow_the_interval_and_one_pass_has_none(compare):
@@ -240,8 +240,8 @@ def test_six_passes_narrow_the_interval_and_one_pass_has_none(compare):
     assert narrower >= 2
     assert interval([1.0], [1.0, 2.0, 3.0], seed=7) == (None, None)
     one = make_report([recorded_report("quick-local-1")]).context["effect_tables"]
-    cells = [c for t in one for r in t["rows"] for c in r["cells"] if c]
-    assert cells and all(c["note"] == "one pass: no interval" and c["low"] is None
+    cells = [c for t in one for r in t.rows for c in r.cells if c]
+    assert cells and all(c.note == "one pass: no interval" and c.low is None
                          for c in cells)
 
 
@@ -282,7 +282,7 @@ def test_the_kit_rows_side_by_side(kit_rows):
     assert axes["mvapich2-2.3.7-1-kit-sock-gcc12"]["fabric"] == "sock"
     assert axes["mvapich2-2.3.7-1-kit-nemesis-gcc12"]["fabric"] == "tcp"
     tables = rep.context["effect_tables"]
-    pairs = {(t["axis"], t["a"], t["b"]) for t in tables}
+    pairs = {(t.axis, t.a, t.b) for t in tables}
     # sock and nemesis are a fabric pair; the sock row pairs with no build of another
     # compiler (it did while sock counted as tcp: sock-gcc12 vs nemesis-llvm14)
     assert ("fabric", "mvapich2-2.3.7-1-kit-sock-gcc12",
@@ -290,11 +290,11 @@ def test_the_kit_rows_side_by_side(kit_rows):
     assert not [p for p in pairs if p[0] == "compiler"
                 and "mvapich2-2.3.7-1-kit-sock-gcc12" in p[1:]]
     assert {p[0] for p in pairs} >= {"fabric", "compiler", "family", "provenance"}
-    sock = next(t for t in tables if t["title"] == "sock vs tcp")
+    sock = next(t for t in tables if t.title == "sock vs tcp")
     # the ch3:sock device is TCP within the host too: slower at 8 B, resolved
-    cells = [c for r in sock["rows"] if r["benchmark"] == "MPI1:Allreduce" for c in r["cells"]
+    cells = [c for r in sock.rows if r.benchmark == "MPI1:Allreduce" for c in r.cells
              if c]
-    assert cells[0]["status"] == "resolved" and cells[0]["estimate"] > 10
+    assert cells[0].status == "resolved" and cells[0].estimate > 10
     # one Allreduce plot with every row on it
     cv = curves(cur.cases)
     colours = Colours(sorted({c.line for c in cur.cases}))
@@ -332,8 +332,8 @@ def test_the_kit_rows_latency_and_bandwidth_against_message_size():
     assert set(drawn) == builds and len(drawn) == 2 * 14  # a latency and a bandwidth panel
     rep = make_report([session], name="kit-full")
     tables = rep.context["effect_tables"]
-    sock = next(t for t in tables if t["title"] == "sock vs tcp")
-    cells = [c for r in sock["rows"] if r["benchmark"] == "MPI1:PingPong" for c in r["cells"]
+    sock = next(t for t in tables if t.title == "sock vs tcp")
+    cells = [c for r in sock.rows if r.benchmark == "MPI1:PingPong" for c in r.cells
              if c]
     # ch3:sock's TCP within the host against nemesis' shared memory, at 8 B: resolved
-    assert cells[0]["status"] == "resolved" and cells[0]["estimate"] > 10
+    assert cells[0].status == "resolved" and cells[0].estimate > 10

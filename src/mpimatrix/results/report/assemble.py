@@ -17,11 +17,11 @@ from ..reference_set import NO_REFERENCES, ReferenceSet
 from ..session_summary import SessionSummary
 from ..status import Status
 from . import compare, cost, detection, effects, front, gate_view, layouts, page, trend
-from .axes import session_axes
+from .axes import Axes, session_axes
 from .curves import SHARED_LEGEND, curve_jobs, legend_plot, reference_points, unsized_plot
 from .figures import Colours, Plot
 from .model import DASH, Line, ReportData, Session, load
-from .render import Drawer, Job
+from .render import Context, Drawer, Job
 from .repetitions import crossovers, curves
 from .trendplot import cost_plot, trend_plot
 
@@ -31,7 +31,7 @@ class Report:
     html: str
     markdown: str
     plots: list[Plot]
-    context: dict
+    context: Context
 
 
 def make_report(sessions: list[Session | dict], *, name: str = "report",
@@ -62,7 +62,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
                              | {Line(s.build, s.key[0]) for s in series
                                 if s.build != history.HOST}), axes)
     cv = curves(cur.cases)
-    ctx: dict = {"name": name, "system": data.system,
+    ctx: Context = {"name": name, "system": data.system,
                  "references_file": bool(references.references),
                  "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     # the current session's figures are drawn while the history is judged
@@ -95,7 +95,7 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
     return Report(page.render_html(ctx), page.render_markdown(ctx), every, ctx)
 
 
-def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
+def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> Context:
     cur = data.current
     judged = night.judgement
     confirmations = len(data.confirming(cur))
@@ -105,7 +105,7 @@ def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
             "each against its session's host factor of its class of values where three "
             "or more builds ran, is still outside")
     rows = front.verdict_rows(judged)
-    regs = [r for r in rows if r["status"] == Status.REGRESSION]
+    regs = [r for r in rows if r.status == Status.REGRESSION]
     fails = front.failures(cur)
     not_gated = [{"check": b.key.check, "partition": b.key.partition,
                   "environ": b.key.environ, "ref_key": b.key.ref_key, "var": b.key.var,
@@ -113,18 +113,18 @@ def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
                  for b in refset.not_gated()]
     listed = {(r["partition"], r["environ"], r["ref_key"], r["var"]) for r in not_gated}
     not_gated += [  # those the statistics file does not explain (hand-set references)
-        {"check": "", "partition": r["partition"], "environ": r["environ"],
-         "ref_key": r["ref_key"], "var": r["var"], "median": r["value"], "spread": None,
-         "n": None, "reason": r["reason"]}
-        for r in rows if r["status"] == Status.NOT_GATED
-        and (r["partition"], r["environ"], r["ref_key"], r["var"]) not in listed]
+        {"check": "", "partition": r.partition, "environ": r.environ,
+         "ref_key": r.ref_key, "var": r.var, "median": r.value, "spread": None,
+         "n": None, "reason": r.reason}
+        for r in rows if r.status == Status.NOT_GATED
+        and (r.partition, r.environ, r.ref_key, r.var) not in listed]
     machine = [h.line() for h in judged.hosts if h.slow]
     return {
         "verdict": {"cls": night.verdict.verdict.css, "text": night.verdict.headline(),
                     "word": str(night.verdict.verdict), "exit": night.verdict.exit_code},
         "gate": gate, "regressions": regs,
-        "noise": [r for r in rows if r["status"] == Status.NOISE],
-        "watch": [r for r in rows if r["status"] == Status.WATCH],
+        "noise": [r for r in rows if r.status == Status.NOISE],
+        "watch": [r for r in rows if r.status == Status.WATCH],
         "machine": machine,
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
@@ -136,16 +136,32 @@ def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> dict:
     }
 
 
-def session_row(s: SessionSummary) -> dict:
-    return {"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
-            "elapsed": s.elapsed, "cases": s.cases, "failures": s.failures, "lock": s.lock,
-            "reframe": s.reframe, "host": s.host}
+@dataclass(frozen=True)
+class SessionRow:
+    """A session in the page's list of sessions."""
+    uuid: str
+    date: str
+    mode: str
+    runs: int
+    elapsed: float | None
+    cases: int
+    failures: int
+    lock: str
+    reframe: str
+    host: str
 
 
-def effects_section(data: ReportData, cv, colours: Colours, axes: dict) -> dict:
+def session_row(s: SessionSummary) -> SessionRow:
+    return SessionRow(uuid=s.uuid, date=s.date, mode=s.mode, runs=s.runs, elapsed=s.elapsed,
+                      cases=s.cases, failures=s.failures, lock=s.lock, reframe=s.reframe,
+                      host=s.host)
+
+
+def effects_section(data: ReportData, cv, colours: Colours, axes: dict[str, Axes]
+                    ) -> Context:
     """Each axis' effect between builds that differ in it alone (effects.py)."""
     tables = effects.effect_tables(cv, data.lines(), axes, colours.label)
-    found = [e for t in tables for e in t["effects"]]
+    found = [e for t in tables for e in t.effects]
     return {"effect_tables": tables, "size_classes": [
         f"{name} ({human_size(lo, ' ')}{DASH}{human_size(hi, ' ')})"
         for name, lo, hi, _ in effects.SIZE_CLASSES], "effect_counts": {
@@ -153,19 +169,17 @@ def effects_section(data: ReportData, cv, colours: Colours, axes: dict) -> dict:
         "resolved": sum(e.status == "resolved" for e in found),
         "spans0": sum(e.status == "spans0" for e in found),
         "single": sum(e.status == "one-pass" for e in found)},
-        "effect_top": sorted(({**c, "axis": t["axis"], "title": t["title"],
-                               "context": t["context"], "benchmark": r["benchmark"],
-                               "placement": r["placement"]}
-                              for t in tables for r in t["rows"] for c in r["cells"]
-                              if c and c["status"] == "resolved"),
-                             key=lambda c: -abs(c["estimate"]))[:10],
+        "effect_top": sorted((effects.TopEffect(t, r, c)
+                              for t in tables for r in t.rows for c in r.cells
+                              if c and c.status == "resolved"),
+                             key=lambda top: -abs(top.cell.estimate))[:10],
         "effect_builds": [{"build": colours.label(ln), "family": a.family_name,
                            "version": a.version or "?", "fabric": a.fabric or "?",
                            "compiler": a.compiler or "?", "provenance": a.provenance or "?"}
                           for ln in data.lines() for a in [axes.get(ln.build)] if a]}
 
 
-def layout_section(cv, colours: Colours) -> dict:
+def layout_section(cv, colours: Colours) -> Context:
     chosen = layouts.layout_benchmarks(cv)
     xs = crossovers(cv)
     return {"layout_plots": [Job(layouts.layout_plot, (b, t, c, cv, colours))
@@ -177,11 +191,12 @@ def layout_section(cv, colours: Colours) -> dict:
 
 
 def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None,
-                    limit: int = 12) -> dict:
+                    limit: int = 12) -> Context:
     lines = data.lines()
     base = compare.choose_baseline(lines, wanted)
-    out: dict = {"baseline": colours.label(base) if base else "", "compare_plots": [],
-                 "compare_rows": [], "compare_counts": {}, "baseline_missing": ""}
+    out: Context = {"baseline": colours.label(base) if base else "", "compare_plots": [],
+                 "compare_rows": [], "compare_counts": compare.CompareCounts(),
+                 "baseline_missing": ""}
     if wanted and base is None:
         out["baseline_missing"] = (f"no build {wanted!r} in the current session; builds: "
                                    + ", ".join(sorted({ln.build for ln in lines})))
@@ -194,11 +209,11 @@ def compare_section(data: ReportData, cv, colours: Colours, wanted: str | None,
 
 
 def trend_section(data: ReportData, series: list[Series], colours: Colours, change_points,
-                  limit: int) -> dict:
+                  limit: int) -> Context:
     gated = trend.trends(data, series, gated_only=True)
     everything = gated or trend.trends(data, series, gated_only=False)
     cps = trend.attach(everything, change_points, data)
-    out: dict[str, Any] = {
+    out: Context = {
         "trend_plots": [], "trend_legend": None, "trend_rows": [], "trend_gated": bool(gated),
         "change_points": cps, "trend_sessions": len(data.summaries), "trend_total": 0}
     if not trend.spans(data):
@@ -227,7 +242,7 @@ def trend_section(data: ReportData, series: list[Series], colours: Colours, chan
     return out
 
 
-def cost_section(data: ReportData, prices: dict) -> dict:
+def cost_section(data: ReportData, prices: cost.Prices) -> Context:
     cur = data.current
     sessions = cost.per_session(data, prices)
     per_build = cost.totals(cur.cases, prices, lambda c: c.line.build)

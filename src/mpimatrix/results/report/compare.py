@@ -4,6 +4,7 @@ message size, coloured only where the difference is larger than the measured spr
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.colors import ListedColormap, TwoSlopeNorm
@@ -18,6 +19,30 @@ from .repetitions import Curves, Ratio, ratios, unit_of
 CLIP = 2.0  # log2
 #: Cells measured by both builds whose difference is within the spread.
 WITHIN_SPREAD = ListedColormap(["#ececec"])
+
+
+@dataclass(frozen=True)
+class Difference:
+    """A difference beyond the spread: a build's median over the baseline's, at a size."""
+    build: str
+    benchmark: str
+    size: str
+    base: float
+    other: float
+    unit: str
+    ratio: float
+    verdict: str  # faster, slower
+    n: str  # passes of the baseline/the other build
+
+
+@dataclass
+class CompareCounts:
+    """Ratios against the baseline, those beyond the spread, those measured once (no
+    spread), and the builds compared."""
+    ratios: int = 0
+    significant: int = 0
+    single: int = 0
+    builds: int = 0
 
 
 def choose_baseline(lines: list[Line], wanted: str | None) -> Line | None:
@@ -77,35 +102,36 @@ def heatmap(base: Line, other: Line, rs: list[Ratio], colours: Colours) -> Plot 
 
 
 def top_differences(base: Line, other: Line, rs: list[Ratio], colours: Colours,
-                    limit: int = 12) -> list[dict]:
+                    limit: int = 12) -> list[Difference]:
     sig = sorted((r for r in rs if r.significant), key=lambda r: -abs(math.log(r.ratio)))
-    return [{"build": colours.label(other), "benchmark": row_label(r),
-             "size": human_size(int(r.size), " ") if r.size else DASH,
-             "base": r.base.mid, "other": r.other.mid, "unit": unit_of(r.column),
-             "ratio": r.ratio, "verdict": "faster" if r.ratio < 1 else "slower",
-             "n": f"{r.base.n}/{r.other.n}"} for r in sig[:limit]]
+    return [Difference(build=colours.label(other), benchmark=row_label(r),
+                       size=human_size(int(r.size), " ") if r.size else DASH,
+                       base=r.base.mid, other=r.other.mid, unit=unit_of(r.column),
+                       ratio=r.ratio, verdict="faster" if r.ratio < 1 else "slower",
+                       n=f"{r.base.n}/{r.other.n}") for r in sig[:limit]]
 
 
 def comparisons(cv: Curves, lines: list[Line], base: Line, colours: Colours,
-                limit: int = 12) -> tuple[list[Job], list[dict], dict]:
+                limit: int = 12
+                ) -> tuple[list[Job], list[Difference], CompareCounts]:
     """Heat maps (of the `limit` builds with the most differences beyond the spread, in
     the order of the lines; 0: every build) and the largest significant differences of
     every line against the base; counts of ratios, significant ones, those measured once
     (no spread), and the builds compared."""
-    rows = []
-    counts = {"ratios": 0, "significant": 0, "single": 0, "builds": 0}
+    rows: list[Difference] = []
+    counts = CompareCounts()
     drawn: list[tuple[Line, list[Ratio]]] = []
     for other in lines:
         if other == base:
             continue
         rs = ratios(cv, base, other)
-        counts["ratios"] += len(rs)
-        counts["significant"] += sum(r.significant for r in rs)
-        counts["single"] += sum(min(r.base.n, r.other.n) < 2 for r in rs)
+        counts.ratios += len(rs)
+        counts.significant += sum(r.significant for r in rs)
+        counts.single += sum(min(r.base.n, r.other.n) < 2 for r in rs)
         if rs:
             drawn.append((other, rs))
         rows += top_differences(base, other, rs, colours)
-    counts["builds"] = len(drawn)
+    counts.builds = len(drawn)
     if 0 < limit < len(drawn):
         most = sorted(range(len(drawn)), key=lambda k: -sum(r.significant
                                                              for r in drawn[k][1]))[:limit]

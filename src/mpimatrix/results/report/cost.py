@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -46,6 +46,35 @@ class Price:
         return cls(float(price), str(item.get("currency", "")), str(item.get("fabric", "")))
 
 
+@dataclass(frozen=True)
+class CostRow:
+    """Node-hours and their cost (money() text, "-" without a price) of what is named."""
+    what: str
+    node_hours: float
+    cost: str
+
+
+@dataclass(frozen=True)
+class FabricRow:
+    """A build's benchmark and placement on two partitions of different fabric: median
+    minutes and cost on each, the difference and the percentage (> 0: the first is
+    cheaper)."""
+    build: str
+    check: str
+    placement: str
+    nodes: int
+    min1: float
+    cost1: float
+    min2: float
+    cost2: float
+    diff: float
+    pct: float | None
+
+
+#: Prices per partition ("system:partition").
+Prices = Mapping[str, Price]
+
+
 def read_prices(path) -> dict[str, Price]:
     """A prices file: {"system:partition": {price_per_node_hour, currency, fabric}}."""
     try:
@@ -68,33 +97,32 @@ def money(value: float | None, currency: str) -> str:
     return f"{currency} {value:.{digits}f}".strip()
 
 
-def cost_of(hours: dict[str, float], prices: dict[str, Price]) -> float | None:
+def cost_of(hours: Mapping[str, float], prices: Prices) -> float | None:
     """The price of node-hours per partition; None when one of them has no price."""
     if not prices or any(p not in prices for p in hours):
         return None
     return sum(h * prices[p].per_node_hour for p, h in hours.items())
 
 
-def totals(cases: Sequence[Case], prices: dict[str, Price], key) -> list[dict]:
+def totals(cases: Sequence[Case], prices: Prices, key) -> list[CostRow]:
     """Node-hours and cost grouped by key(case), largest first."""
     hours: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for c in cases:
         hours[key(c)][c.line.partition] += node_hours(c)
     currency = next((p.currency for p in prices.values()), "")
-    rows = [{"what": k, "node_hours": sum(by.values()),
-             "cost": money(cost_of(by, prices), currency)} for k, by in hours.items()]
-    return sorted(rows, key=lambda r: -r["node_hours"])
+    rows = [CostRow(k, sum(by.values()), money(cost_of(by, prices), currency))
+            for k, by in hours.items()]
+    return sorted(rows, key=lambda r: -r.node_hours)
 
 
-def per_session(data: ReportData, prices: dict[str, Price]) -> list[dict]:
+def per_session(data: ReportData, prices: Prices) -> list[CostRow]:
     currency = next((p.currency for p in prices.values()), "")
-    return [{"what": f"{s.date} {s.mode} ({s.uuid[:8]})",
-             "node_hours": sum(s.node_hours.values()),
-             "cost": money(cost_of(s.node_hours, prices), currency) if s.node_hours else "-"}
+    return [CostRow(f"{s.date} {s.mode} ({s.uuid[:8]})", sum(s.node_hours.values()),
+                    money(cost_of(s.node_hours, prices), currency) if s.node_hours else "-")
             for s in data.summaries]
 
 
-def fabric_pairs(prices: dict[str, Price], partitions: list[str]) -> list[tuple[str, str]]:
+def fabric_pairs(prices: Prices, partitions: list[str]) -> list[tuple[str, str]]:
     """Priced partitions of the session that differ in fabric, the dearer first."""
     priced = [p for p in partitions if p in prices and prices[p].fabric]
     out = []
@@ -104,8 +132,8 @@ def fabric_pairs(prices: dict[str, Price], partitions: list[str]) -> list[tuple[
     return out
 
 
-def fabric_table(s: Session, prices: dict[str, Price], first: str, second: str
-                 ) -> list[dict]:
+def fabric_table(s: Session, prices: Prices, first: str, second: str
+                 ) -> list[FabricRow]:
     """The fabric cost table: minutes and cost on both partitions, difference, percentage
     (> 0: the first partition is cheaper)."""
     minutes: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -122,7 +150,7 @@ def fabric_table(s: Session, prices: dict[str, Price], first: str, second: str
         m1, m2 = statistics.median(parts[first]), statistics.median(parts[second])
         c1 = m1 * node_count[key] * prices[first].per_node_hour / 60
         c2 = m2 * node_count[key] * prices[second].per_node_hour / 60
-        rows.append({"build": key[0], "check": key[1], "placement": key[2],
-                     "nodes": node_count[key], "min1": m1, "cost1": c1, "min2": m2,
-                     "cost2": c2, "diff": c2 - c1, "pct": (c2 - c1) / c1 * 100 if c1 else None})
+        rows.append(FabricRow(build=key[0], check=key[1], placement=key[2],
+                              nodes=node_count[key], min1=m1, cost1=c1, min2=m2, cost2=c2,
+                              diff=c2 - c1, pct=(c2 - c1) / c1 * 100 if c1 else None))
     return rows

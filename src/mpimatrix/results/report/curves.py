@@ -28,7 +28,7 @@ from .figures import (
 )
 from .model import Line, placement_label, placement_order
 from .render import Job
-from .repetitions import RATE_COLUMNS, Curves, Point, higher_is_better, sized, unit_of
+from .repetitions import RATE_COLUMNS, Columns, Curves, Point, higher_is_better, sized, unit_of
 
 PAIR = ("intranode", "internode")
 #: builds on a plot above which the plots share one legend, drawn once above them: a
@@ -104,13 +104,13 @@ def legend_plot(lines: list[Line], with_refs: bool, colours: Colours,
                    + ", ".join(labels))
 
 
-def benchmark_plot(bench: str, table: str, cols: dict, refs: RefPoints,
+def benchmark_plot(bench: str, table: str, cols: Columns, refs: RefPoints,
                    colours: Colours, shared_legend: bool = False) -> Plot:
     fig, title, alt = benchmark_figure(bench, table, cols, refs, colours, shared_legend)
     return to_plot(fig, f"curve-{title}", title, alt)
 
 
-def benchmark_figure(bench: str, table: str, cols: dict, refs: RefPoints,
+def benchmark_figure(bench: str, table: str, cols: Columns, refs: RefPoints,
                      colours: Colours, shared_legend: bool = False
                      ) -> tuple[Figure, str, str]:
     """The figure of one benchmark: a row per column (time, rate), a panel per placement,

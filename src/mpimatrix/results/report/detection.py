@@ -12,13 +12,13 @@ from ..reference_set import ReferenceSet
 from ..values import Kind
 from .figures import Plot, grid, legend_below, to_plot
 from .model import DASH
-from .render import Job
+from .render import Context, Job
 
 #: Floors drawn at most this far (a wider one is drawn at the edge, its text says more).
 PLOT_LIMIT = 1.0
 
 
-def floor_section(refset: ReferenceSet) -> dict:
+def floor_section(refset: ReferenceSet) -> Context:
     """The section's context: per build (partition, environment) the gated values, their
     median and worst floor and the whole build's floor; every value's floor; the plot."""
     values = floors.value_floors(refset)

@@ -33,7 +33,15 @@ import numpy as np
 from ...units import human_size
 from .axes import Axes
 from .model import Line, placement_label, placement_order
-from .repetitions import RATE_COLUMNS, TIME_COLUMNS, Curves, higher_is_better, sized, unit_of
+from .repetitions import (
+    RATE_COLUMNS,
+    TIME_COLUMNS,
+    Columns,
+    Curves,
+    higher_is_better,
+    sized,
+    unit_of,
+)
 
 LEVEL = 0.95
 RESAMPLES = 4000
@@ -190,7 +198,7 @@ def size_class(size: float) -> str:
     return next((name for name, lo, hi, _ in SIZE_CLASSES if lo <= size <= hi), "")
 
 
-def primary_column(cols: dict) -> str | None:
+def primary_column(cols: Columns) -> str | None:
     """The time column a benchmark has, else its rate column (osu_bw)."""
     return next((c for c in (*TIME_COLUMNS, *RATE_COLUMNS) if c in cols), None)
 
@@ -224,66 +232,133 @@ def signed(v: float) -> str:
     return text.replace("-", "\u2212") + "\u202f%"
 
 
-def cell(e: Effect, pair: Pair) -> dict:
+@dataclass(frozen=True)
+class EffectCell:
+    """One effect as the page shows it: the estimate and its interval (signed text), the
+    medians, a note (who is faster, or why not resolved), the size and its class."""
+    estimate: float
+    low: float | None
+    high: float | None
+    status: str  # resolved, spans0, one-pass
+    text: str
+    interval: str  # "" for one pass
+    medians: str
+    note: str
+    size: str
+    size_class: str  # SIZE_CLASSES' name
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    """A benchmark (and table) and placement of a pair: a cell per representative size
+    (None where the size was not measured)."""
+    benchmark: str  # with its table, unless the default
+    bench: str
+    placement: str
+    column: str
+    cells: list[EffectCell | None]
+
+
+@dataclass(frozen=True)
+class HeadlineRow:
+    """A row of the pair's headline benchmark, its cells by size class."""
+    benchmark: str
+    placement: str
+    by_class: list[EffectCell | None]
+
+
+@dataclass(frozen=True)
+class EffectTable:
+    """A pair of builds that differ in one axis: its title, what it holds equal, its two
+    builds (labels), a row per benchmark and placement, and how many effects resolved."""
+    id: str
+    axis: str
+    title: str
+    context: str
+    also: str
+    partition: str
+    a: str
+    b: str
+    sizes: list[str]
+    rows: list[EffectRow]
+    effects: list[Effect]
+    headline: list[HeadlineRow]
+    resolved: int
+    unresolved: int
+    single: int
+
+
+def cell(e: Effect, pair: Pair) -> EffectCell:
     medians = (f"median {statistics.median(e.a):.4g} vs {statistics.median(e.b):.4g} "
                f"{unit_of(e.column)} over {len(e.a)}/{len(e.b)} passes")
-    out = {"estimate": e.estimate, "low": e.low, "high": e.high, "status": e.status,
-           "text": signed(e.estimate), "interval": "", "medians": medians}
+    interval = ""
     if e.status == "one-pass":
-        out["note"] = "one pass: no interval"
+        note = "one pass: no interval"
     else:
         assert e.low is not None and e.high is not None  # not one-pass: an interval
-        out["interval"] = f"[{signed(e.low)}, {signed(e.high)}]"
+        interval = f"[{signed(e.low)}, {signed(e.high)}]"
         if e.status == "spans0":
-            out["note"] = "not resolved: interval spans 0"
+            note = "not resolved: interval spans 0"
         else:
             better = pair.ax_a if e.a_better else pair.ax_b
-            out["note"] = f"{better.shown(pair.axis)} faster" if pair.axis != "family" \
+            note = f"{better.shown(pair.axis)} faster" if pair.axis != "family" \
                 else f"{better.family_name} faster"
-    return out
+    return EffectCell(estimate=e.estimate, low=e.low, high=e.high, status=e.status,
+                      text=signed(e.estimate), interval=interval, medians=medians,
+                      note=note, size=human_size(int(e.size), " "),
+                      size_class=size_class(e.size))
 
 
-def effect_tables(cv: Curves, lines: list[Line], axes: dict[str, Axes], label) -> list[dict]:
+def effect_tables(cv: Curves, lines: list[Line], axes: dict[str, Axes], label
+                  ) -> list[EffectTable]:
     """Per pair: its title, what it holds equal, its two builds (label(line)) and a row per
     benchmark and placement with a cell per representative size."""
-    out: list[dict] = []
+    out: list[EffectTable] = []
     for pair in pairs(lines, axes):
         found = effects(cv, pair)
         if not found:
             continue
         sizes = sorted({e.size for e in found})
-        rows: dict[tuple, dict] = {}
+        rows: dict[tuple, EffectRow] = {}
         for e in found:
             key = (e.benchmark, e.table, e.placement)
             if key not in rows:
                 name = e.benchmark + ("" if e.table == "default" else f" {e.table}")
-                rows[key] = {"benchmark": name, "bench": e.benchmark,
-                             "placement": placement_label(e.placement),
-                             "column": f"{e.column} ({unit_of(e.column)})",
-                             "cells": [None] * len(sizes)}
-            rows[key]["cells"][sizes.index(e.size)] = {
-                **cell(e, pair), "size": human_size(int(e.size), " "),
-                "class": size_class(e.size)}
-        out.append({"id": f"effect-{len(out) + 1}", "axis": pair.axis, "title": pair.title,
-                    "context": pair.context, "also": pair.also,
-                    "partition": pair.a.partition.split(":", 1)[-1],
-                    "a": label(pair.a), "b": label(pair.b),
-                    "sizes": [human_size(int(s), " ") for s in sizes],
-                    "rows": list(rows.values()), "effects": found,
-                    "headline": headline(list(rows.values())),
-                    "resolved": sum(e.status == "resolved" for e in found),
-                    "unresolved": sum(e.status == "spans0" for e in found),
-                    "single": sum(e.status == "one-pass" for e in found)})
+                rows[key] = EffectRow(benchmark=name, bench=e.benchmark,
+                                      placement=placement_label(e.placement),
+                                      column=f"{e.column} ({unit_of(e.column)})",
+                                      cells=[None] * len(sizes))
+            rows[key].cells[sizes.index(e.size)] = cell(e, pair)
+        out.append(EffectTable(
+            id=f"effect-{len(out) + 1}", axis=pair.axis, title=pair.title,
+            context=pair.context, also=pair.also,
+            partition=pair.a.partition.split(":", 1)[-1],
+            a=label(pair.a), b=label(pair.b),
+            sizes=[human_size(int(s), " ") for s in sizes],
+            rows=list(rows.values()), effects=found,
+            headline=headline(list(rows.values())),
+            resolved=sum(e.status == "resolved" for e in found),
+            unresolved=sum(e.status == "spans0" for e in found),
+            single=sum(e.status == "one-pass" for e in found)))
     return out
 
 
-def headline(rows: list[dict]) -> list[dict]:
+def headline(rows: list[EffectRow]) -> list[HeadlineRow]:
     """The rows of the pair's headline benchmark (every placement), cells by size class."""
-    bench = next((b for b in HEADLINE if any(r["bench"] == b for r in rows)),
-                 rows[0]["bench"] if rows else None)
+    bench = next((b for b in HEADLINE if any(r.bench == b for r in rows)),
+                 rows[0].bench if rows else None)
     out = []
     for r in rows:
-        if r["bench"] == bench and r["benchmark"] == bench:  # its default table
-            by_class = {c["class"]: c for c in r["cells"] if c}
-            out.append({**r, "by_class": [by_class.get(name) for name, *_ in SIZE_CLASSES]})
+        if r.bench == bench and r.benchmark == bench:  # its default table
+            by_class = {c.size_class: c for c in r.cells if c}
+            out.append(HeadlineRow(r.benchmark, r.placement,
+                                   [by_class.get(name) for name, *_ in SIZE_CLASSES]))
     return out
+
+
+@dataclass(frozen=True)
+class TopEffect:
+    """A resolved effect among the largest: its cell, its row and its pair's table."""
+    table: EffectTable
+    row: EffectRow
+    cell: EffectCell

@@ -7,6 +7,7 @@ words are the verdicts' own (ValueVerdict.why, BuildVerdict.reason).
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
 
 from ..gate import Judgement
 from ..measurements import Case
@@ -18,19 +19,77 @@ from .model import ReportData, Session
 LISTED = (Status.REGRESSION, Status.WATCH, Status.NOISE, Status.NOT_GATED)
 
 
-def verdict_rows(judged: Judgement) -> list[dict]:
+@dataclass(frozen=True)
+class VerdictRow:
+    """A value (or a whole build: var "factor") the gate listed, in the page's words."""
+    build: str
+    partition: str
+    environ: str
+    ref_key: str
+    var: str
+    benchmark: str
+    placement: str
+    what: str
+    value: float
+    reference: float | None
+    unit: str
+    change: float | None
+    reason: str
+    status: Status
+
+
+@dataclass(frozen=True)
+class FailureRow:
+    """A test case that failed in some run: the first reason, and how often."""
+    build: str
+    partition: str
+    check: str
+    placement: str
+    phase: str
+    reason: str
+    failed: int
+    attempts: int
+    fixture: bool
+
+
+@dataclass(frozen=True)
+class ExpectedFailureRow:
+    """A test case that failed as expected (xfail), with why."""
+    build: str
+    check: str
+    placement: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class BuildRow:
+    """A build of the current session: its provenance and how its test cases went."""
+    build: str
+    environ: str
+    status: str
+    results: dict[str, int] = field(default_factory=dict)
+    provenance: str = ""
+    modules: str = ""
+    spec: str = ""
+    hash: str = ""
+    library: str = ""
+    imb: str = ""
+    osu: str = ""
+
+
+def verdict_rows(judged: Judgement) -> list[VerdictRow]:
     """One row per whole build the gate judged outside and per listed value."""
-    out = [{"build": b.build, "partition": b.partition, "environ": b.environ,
-            "ref_key": "", "var": "factor", "benchmark": "the whole build",
-            "placement": "all placements", "what": "factor", "value": b.factor,
-            "reference": 1.0, "unit": "x", "change": b.factor - 1,
-            "reason": b.reason(), "status": b.status}
+    out = [VerdictRow(build=b.build, partition=b.partition, environ=b.environ,
+                      ref_key="", var="factor", benchmark="the whole build",
+                      placement="all placements", what="factor", value=b.factor,
+                      reference=1.0, unit="x", change=b.factor - 1,
+                      reason=b.reason(), status=b.status)
            for b in judged.builds if b.status in (Status.REGRESSION, Status.NOISE)]
-    out += [{"build": v.build, "partition": v.partition, "environ": v.environ,
-             "ref_key": v.ref_key, "var": v.var, "benchmark": v.check,
-             "placement": v.placement, "what": v.what, "value": v.value,
-             "reference": v.reference, "unit": v.unit, "change": v.change,
-             "reason": v.why(), "status": v.status}
+    out += [VerdictRow(build=v.build, partition=v.partition, environ=v.environ,
+                       ref_key=v.ref_key, var=v.var, benchmark=v.check,
+                       placement=v.placement, what=v.what, value=v.value,
+                       reference=v.reference, unit=v.unit, change=v.change,
+                       reason=v.why(), status=v.status)
             for v in judged.verdicts if v.status in LISTED]
     return out
 
@@ -40,7 +99,7 @@ def unreferenced(s: Session) -> int:
     return sum(1 for c in s.cases if c.passed for pv in c.values if not pv.ref)
 
 
-def failures(s: Session) -> list[dict]:
+def failures(s: Session) -> list[FailureRow]:
     """Test cases that failed in some run, with the first reason, and how often; a
     failure of the performance stage alone is a regression, listed with those."""
     attempts: dict[tuple, list[Case]] = defaultdict(list)
@@ -53,21 +112,21 @@ def failures(s: Session) -> list[dict]:
             continue
         c = bad[0]
         reason = " ".join((c.fail_reason or "").split())
-        out.append({"build": c.line.build, "partition": c.line.partition, "check": c.check,
-                    "placement": c.placement, "phase": c.fail_phase or "",
-                    "reason": reason[:400] + ("…" if len(reason) > 400 else ""),
-                    "failed": len(bad), "attempts": len(cases),
-                    "fixture": c.is_fixture})
-    return sorted(out, key=lambda r: (r["build"], r["check"], r["placement"]))
+        out.append(FailureRow(build=c.line.build, partition=c.line.partition,
+                              check=c.check, placement=c.placement,
+                              phase=c.fail_phase or "",
+                              reason=reason[:400] + ("…" if len(reason) > 400 else ""),
+                              failed=len(bad), attempts=len(cases), fixture=c.is_fixture))
+    return sorted(out, key=lambda r: (r.build, r.check, r.placement))
 
 
-def expected_failures(s: Session) -> list[dict]:
+def expected_failures(s: Session) -> list[ExpectedFailureRow]:
     seen: dict[tuple[str, str, str], str] = {}
     for c in s.cases:
         if c.result == "xfail":
             seen.setdefault((c.line.build, c.check, c.placement), " ".join(
                 str(c.fail_reason or c.expected_failure or "").split())[:300])
-    return [{"build": b, "check": ch, "placement": p, "reason": r}
+    return [ExpectedFailureRow(build=b, check=ch, placement=p, reason=r)
             for (b, ch, p), r in sorted(seen.items())]
 
 
@@ -75,7 +134,7 @@ def first_defined(cases: list[Case], var: str) -> str:
     return next((str(c.recorded(var)) for c in cases if defined(c.recorded(var))), "")
 
 
-def builds(data: ReportData) -> list[dict]:
+def builds(data: ReportData) -> list[BuildRow]:
     """One row per build of the current session: provenance and how its cases went."""
     s = data.current
     per: dict[str, list[Case]] = defaultdict(list)
@@ -94,19 +153,17 @@ def builds(data: ReportData) -> list[dict]:
                                    for c in real))
                   else "partly failed" if results.get("fail") or results.get("abort")
                   else "ok")
-        out.append({"build": cases[0].line.build, "environ": env,
-                    "provenance": first_defined(cases, "build_provenance"),
-                    "modules": first_defined(cases, "build_modules"),
-                    "spec": first_defined(cases, "build_spec"),
-                    "hash": first_defined(cases, "build_hash"),
-                    "library": first_defined(cases, "library"),
-                    "imb": first_defined(cases, "imb_version"),
-                    "osu": first_defined(cases, "osu_version"),
-                    "results": dict(results), "status": status})
+        out.append(BuildRow(build=cases[0].line.build, environ=env, status=status,
+                            results=dict(results),
+                            provenance=first_defined(cases, "build_provenance"),
+                            modules=first_defined(cases, "build_modules"),
+                            spec=first_defined(cases, "build_spec"),
+                            hash=first_defined(cases, "build_hash"),
+                            library=first_defined(cases, "library"),
+                            imb=first_defined(cases, "imb_version"),
+                            osu=first_defined(cases, "osu_version")))
     ran = set(per)
-    out += [{"build": env, "environ": env, "status": "no test case ran", "results": {},
-             "provenance": "", "modules": "", "spec": "", "hash": "", "library": "", "imb": "",
-             "osu": ""}
+    out += [BuildRow(build=env, environ=env, status="no test case ran")
             for env in s.listed_builds if env not in ran]
     return out
 

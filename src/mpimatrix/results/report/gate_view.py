@@ -3,16 +3,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import history
 from ..night import Night
 from .trend import ChangePoint
 
 
-def what_changed(night: Night) -> list[dict]:
+@dataclass(frozen=True)
+class WhatChanged:
+    """A regressed build: the heading (its last earlier session that passed) and the
+    changes of its software since, one line each."""
+    build: str
+    heading: str
+    changes: list[str]
+
+
+def what_changed(night: Night) -> list[WhatChanged]:
     """Per regressed build: the last earlier session where it passed and what changed in
     its software since (results.changed_since); [] without a regression."""
-    return [{"build": c.build, "heading": c.heading(),
-             "changes": [x.text for x in c.changes or ()]} for c in night.changed]
+    return [WhatChanged(c.build, c.heading(), [x.text for x in c.changes or ()])
+            for c in night.changed]
 
 
 def history_change_points(series: list[history.Series]) -> list[ChangePoint]:

@@ -5,11 +5,12 @@ threshold)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ...units import human_size
 from .figures import Colours, Plot, grid, legend_below, plain_log, size_axis, to_plot
 from .model import DASH, TIMES, placement_label, placement_order
-from .repetitions import TIME_COLUMNS, Crossover, Curves, unit_of
+from .repetitions import TIME_COLUMNS, Crossover, Curves, Placements, unit_of
 
 
 def layout_benchmarks(cv: Curves) -> list[tuple[str, str, str]]:
@@ -23,7 +24,7 @@ def layout_benchmarks(cv: Curves) -> list[tuple[str, str, str]]:
     return out
 
 
-def chosen_sizes(cols_pl: dict) -> list[float | None]:
+def chosen_sizes(cols_pl: Placements) -> list[float | None]:
     """The sizes the layout views show: the smallest (>= 8 B) and 1 MiB (else the
     largest), or None for an unsized benchmark."""
     sizes = sorted({p.size for lines in cols_pl.values() for pts in lines.values()
@@ -117,17 +118,24 @@ def rounded(x: float) -> str:
     return f"{round(x)}" if x >= 10 else f"{x:.2g}"
 
 
+@dataclass(frozen=True)
+class CrossoverRow:
+    """A benchmark: where its intranode and internode curves cross, a cell per build."""
+    benchmark: str
+    cells: list[str]
+
+
 def crossover_table(items: list[Crossover], colours: Colours
-                    ) -> tuple[list[str], list[dict]]:
+                    ) -> tuple[list[str], list[CrossoverRow]]:
     """Benchmarks by builds: where the intranode and internode curves cross."""
     lines = sorted({x.line for x in items})
-    rows: dict[str, dict] = {}
+    rows: dict[str, CrossoverRow] = {}
     for x in items:
         name = x.benchmark + ("" if x.table == "default" else f" {x.table}")
-        row = rows.setdefault(name, {"benchmark": name, "cells": [""] * len(lines)})
+        row = rows.setdefault(name, CrossoverRow(name, [""] * len(lines)))
         other = "internode" if x.faster_small == "intranode" else "intranode"
         lo, hi = (human_size(int(s), " ") for s in x.sizes)
-        row["cells"][lines.index(x.line)] = (
+        row.cells[lines.index(x.line)] = (
             f"{approx_size(x.size)}: {other} faster above" if x.size
             else f"none in {lo}{DASH}{hi}: {x.faster_small} faster")
     return [colours.label(ln) for ln in lines], [rows[k] for k in sorted(rows)]

@@ -10,6 +10,7 @@ import jinja2
 
 from ...atomic import atomic_write
 from .model import DASH
+from .render import Context
 
 TEMPLATES = Path(__file__).parent / "templates"
 
@@ -41,11 +42,11 @@ def environment(autoescape: bool) -> jinja2.Environment:
     return env
 
 
-def render_html(ctx: dict) -> str:
+def render_html(ctx: Context) -> str:
     return environment(True).get_template("report.html.j2").render(**ctx)
 
 
-def render_markdown(ctx: dict) -> str:
+def render_markdown(ctx: Context) -> str:
     return environment(False).get_template("summary.md.j2").render(**ctx)
 
 

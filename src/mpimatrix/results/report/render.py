@@ -37,6 +37,12 @@ def _draw(i: int) -> Plot | None:
     return _PENDING[i]()
 
 
+#: The template context: what the page's templates (page.py) read, by name; each section
+#: of assemble.py gives its part. Plot jobs (Job, lists of them) in it are drawn by Drawer
+#: and replaced by their plots.
+Context = dict[str, Any]
+
+
 def workers() -> int:
     env = os.environ.get("MPIMATRIX_REPORT_JOBS", "")
     if env.isdigit() and int(env) > 0:
@@ -44,7 +50,7 @@ def workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def _jobs_in(ctx: dict, keys) -> list[tuple[str, list[Job], bool]]:
+def _jobs_in(ctx: Context, keys) -> list[tuple[str, list[Job], bool]]:
     slots = []
     for key in keys:
         value = ctx[key]
@@ -67,7 +73,7 @@ class Drawer:
         self._pool: Any = None  # multiprocessing.pool.Pool
         self._sent: set[str] = set()
 
-    def start(self, ctx: dict) -> None:
+    def start(self, ctx: Context) -> None:
         """Begin drawing the context's Jobs not begun yet."""
         slots = _jobs_in(ctx, [k for k in ctx if k not in self._sent])
         self._sent.update(ctx)
@@ -84,7 +90,7 @@ class Drawer:
                 pending = self._pool.map_async(_call, jobs, chunksize=1)
         self._batches.append((slots, pending, jobs))
 
-    def finish(self, ctx: dict) -> list[Plot]:
+    def finish(self, ctx: Context) -> list[Plot]:
         """Every plot drawn and in its place; the plots in the order of the context."""
         try:
             self.start(ctx)
@@ -119,7 +125,7 @@ def _call(job: Job) -> Plot | None:
     return job()
 
 
-def resolve(ctx: dict) -> list[Plot]:
+def resolve(ctx: Context) -> list[Plot]:
     """Draw every Job in the context's values (a Job or a list of them), in place; the
     plots, in the order of the context."""
     return Drawer().finish(ctx)

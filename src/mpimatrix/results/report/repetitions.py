@@ -52,8 +52,12 @@ class Point:
         return len(self.values)
 
 
+#: A column's curves of one benchmark: placement -> line -> points by size
+Placements = dict[str, dict[Line, list[Point]]]
+#: A benchmark's curves: column -> placement -> line -> points by size
+Columns = dict[str, Placements]
 #: (benchmark, table) -> column -> placement -> line -> points by size
-Curves = dict[tuple[str, str], dict[str, dict[str, dict[Line, list[Point]]]]]
+Curves = dict[tuple[str, str], Columns]
 
 
 def table_columns(rows: list[dict]) -> list[str]:

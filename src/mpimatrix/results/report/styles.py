@@ -5,7 +5,7 @@ partition draws hollow markers (and, when every build has one fabric, its own da
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 import matplotlib
 from matplotlib.colors import ListedColormap, to_hex, to_rgb
@@ -51,6 +51,24 @@ def shade(colour: RGBColorType, k: int, n: int) -> RGBColorType:
                        tuple(c + abs(t) * (target - c) for c in rgb)))
 
 
+class _Line(TypedDict):
+    color: RGBColorType
+    linestyle: LineStyleType | None
+
+
+class LineStyle(_Line, total=False):
+    """A build's line (matplotlib keyword arguments): colour, dash, and hollow markers
+    on every partition but the first."""
+    markerfacecolor: str
+
+
+class BarStyle(TypedDict):
+    """A build's bars (matplotlib keyword arguments): its colour, the partition's hatch."""
+    color: RGBColorType
+    hatch: str
+    edgecolor: str
+
+
 class Colours:
     """The same build looks the same everywhere: family colour (shaded per build), fabric
     dash, compiler marker; the partition's hatch for bars."""
@@ -80,11 +98,11 @@ class Colours:
         self.first = parts[0] if parts else ""
         self.many = len(parts) > 1
 
-    def of(self, line: Line) -> dict:
+    def of(self, line: Line) -> LineStyle:
         a = self.axes.get(line.build)
         dash = (self.fabric_dash.get(a.fabric, "-") if self.by_fabric and a
                 else self.dash.get(line.partition, "-"))
-        out = {"color": self.colour.get(line.build, "#555555"), "linestyle": dash}
+        out = LineStyle(color=self.colour.get(line.build, "#555555"), linestyle=dash)
         if line.partition != self.first:
             out["markerfacecolor"] = "white"
         return out
@@ -93,10 +111,10 @@ class Colours:
         a = self.axes.get(line.build)
         return self.marker_of.get(a.compiler, "o") if a else "o"
 
-    def bar(self, line: Line) -> dict:
+    def bar(self, line: Line) -> BarStyle:
         """Bars: the build's colour, the partition's hatch."""
-        return {"color": self.colour.get(line.build, "#555555"),
-                "hatch": self.hatch.get(line.partition, ""), "edgecolor": "white"}
+        return BarStyle(color=self.colour.get(line.build, "#555555"),
+                        hatch=self.hatch.get(line.partition, ""), edgecolor="white")
 
     def label(self, line: Line) -> str:
         return line.label(self.many)

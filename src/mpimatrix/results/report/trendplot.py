@@ -6,6 +6,7 @@ import datetime as dt
 
 from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
+from .cost import CostRow
 from .figures import Colours, Plot, grid, legend_below, log_y, to_plot
 from .model import Line
 from .trend import Trend
@@ -77,20 +78,20 @@ def trend_plot(group: tuple[str, str, str], members: list[Trend], colours: Colou
                    f"trend of {title} over the sessions")
 
 
-def cost_plot(per_session: list[dict], per_build: list[dict]) -> Plot | None:
+def cost_plot(per_session: list[CostRow], per_build: list[CostRow]) -> Plot | None:
     if not per_session:
         return None
-    names = max((len(r["what"]) for r in per_build), default=10)
+    names = max((len(r.what) for r in per_build), default=10)
     fig, axes = grid(1, 2, 3.6, 2.0, top=0.4, bottom=1.1, gap_w=0.4 + 0.065 * names)
     left, right = axes[0]
-    left.bar(range(len(per_session)), [r["node_hours"] for r in per_session], width=0.6,
+    left.bar(range(len(per_session)), [r.node_hours for r in per_session], width=0.6,
              color="#0072B2")
     left.set_xlim(-0.8, max(len(per_session), 3) - 0.2)
     left.set_xticks(range(len(per_session)),
-                    [r["what"].split(" (")[0] for r in per_session], rotation=30, ha="right")
+                    [r.what.split(" (")[0] for r in per_session], rotation=30, ha="right")
     left.set_ylabel("node-hours")
     left.set_title("per session")
-    right.barh([r["what"] for r in per_build], [r["node_hours"] for r in per_build],
+    right.barh([r.what for r in per_build], [r.node_hours for r in per_build],
                color="#009E73")
     right.invert_yaxis()
     right.set_xlabel("node-hours")
