@@ -93,7 +93,7 @@ def test_a_green_night_runs_judges_reports_mails_and_calls_the_hook(night, tmp_p
     mail = (tmp_path / "mail.txt").read_text()
     assert (tmp_path / "mail.args").read_text().split() == ["-t", "-oi"]
     assert "To: hpc-perf@example.org\nSubject: mpimatrix nightly: GREEN\n" in mail
-    assert "# MPI regression report tonight" in mail and "**Verdict: no regression" in mail
+    assert "# MPI regression report tonight" in mail and "**GREEN: no regression" in mail
     assert (tmp_path / "hook.env").read_text().split() == ["GREEN", "0"]
     assert (tmp_path / "hook.txt").read_text() == mail.split("\n\n", 1)[1]
 
