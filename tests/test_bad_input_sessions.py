@@ -27,7 +27,7 @@ from stored_db import recorded
 from stored_db import store as store_sessions
 from test_bad_input import S1_UUID, SESSIONS, Probe, digest, make_store, run_probe
 
-from mpimatrix.builds.software import software_of
+from mpimatrix.builds.software import SoftwareRecord, software_of
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.results.software_store import store_software
 
@@ -43,11 +43,9 @@ DISCARD = "move the file away"
 EXAMPLE = Path(__file__).resolve().parents[1] / "site_config" / "acceptance" / "example.yaml"
 
 
-def lock_record(path: Path, kernel: str) -> dict:
+def lock_record(path: Path, kernel: str) -> SoftwareRecord:
     builds, _ = builds_from_lock(path, spack=False, prefixes={})
-    record = software_of(builds)
-    record["machine"] = {"kernel": kernel}
-    return record
+    return replace(software_of(builds), machine={"kernel": kernel})
 
 
 @dataclass

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from helpers import FIXTURES
 
-from mpimatrix.builds.software import software_of
+from mpimatrix.builds.software import SoftwareRecord, software_of
 from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.results.software_diff import MACHINE, SoftwareChange, software_changes
@@ -35,14 +36,14 @@ AFTER = FIXTURES / "spack" / "kit-rows-imb-O3-v6.spack.lock"
 MVAPICH2 = "mvapich2-2.3.7-1-kit-nemesis-gcc12"
 
 
-def _lock_record(path: Path) -> dict:
+def _lock_record(path: Path) -> SoftwareRecord:
     builds, _ = builds_from_lock(path, spack=False, prefixes={})
     return software_of(builds)
 
 
 def test_two_real_locks_name_the_one_changed_dependency_for_its_build_only():
     old, new = _lock_record(BEFORE), _lock_record(AFTER)
-    assert sorted(new["builds"]) == ["mpich-4.0.2-ext-gcc12", MVAPICH2,
+    assert sorted(new.builds) == ["mpich-4.0.2-ext-gcc12", MVAPICH2,
                                      "openmpi-4.1.4-ext-gcc12"]
     locks = {lk.sha256: lk for lk in map(read_lock, (BEFORE, AFTER))}
     changes = software_changes(old, new, locks.get)
@@ -57,7 +58,8 @@ def test_the_store_keeps_a_record_and_a_lock_once(tmp_path):
     files, size = _store_size(tmp_path)
     assert store_software(record, [AFTER], tmp_path) == ident  # the next unchanged night
     assert _store_size(tmp_path) == (files, size) and files == 2
-    assert stored_software(ident, tmp_path) == record
+    assert Store(tmp_path).software(ident) == record
+    assert stored_software(ident, tmp_path) == record.to_json()  # as stored
     lock = Store(tmp_path).lock(read_lock(AFTER).sha256)
     assert lock is not None and lock.sha256 == read_lock(AFTER).sha256
     assert len(lock.nodes) == len(read_lock(AFTER).nodes)
@@ -97,29 +99,28 @@ def test_a_debian_package_change_is_named_for_the_builds_that_load_it(buildset, 
                                                                        monkeypatch):
     builds = _debian_builds(buildset)
     old = software_of(builds)
-    mpich = old["builds"]["mpich-4.0.2-debian"]
-    assert mpich["debs"]["libmpich12"].startswith("4.0.2")
-    loads_ucx = {name for name, b in old["builds"].items() if "libucx0" in b.get("debs", {})}
+    mpich = old.builds["mpich-4.0.2-debian"]
+    assert str(mpich.debs["libmpich12"]).startswith("4.0.2")
+    loads_ucx = {name for name, b in old.builds.items() if "libucx0" in b.debs}
     assert "mpich-4.0.2-debian" in loads_ucx  # ch4:ucx
     fake = fake_dpkg_query(tmp_path / "bin", "libucx0", "1.99.0-1~test")
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
     new = software_of(builds)
     changes = software_changes(old, new, lambda sha: None)
-    was = mpich["debs"]["libucx0"]
+    was = mpich.debs["libucx0"]
     assert {c.build for c in changes} == loads_ucx, changes
     assert all(c.text == f"libucx0 (deb): {was} -> 1.99.0-1~test" for c in changes), changes
     # the PyPI wheels bundle their own libraries: they record the wheel, not libucx0
-    wheels = {n: b["wheels"] for n, b in new["builds"].items() if b["record"]["provenance"]
-              == "pypi"}
+    wheels = {n: b.wheels for n, b in new.builds.items() if b.record["provenance"] == "pypi"}
     assert all(wheels.values()) and not set(wheels) & loads_ucx
 
 
 def test_a_machine_change_is_every_builds(buildset):
     record = software_of(buildset.builds)
-    newer = {**record, "machine": {**record["machine"], "kernel": "7.0.0-test"}}
+    newer = replace(record, machine={**record.machine, "kernel": "7.0.0-test"})
     changes = software_changes(record, newer, lambda sha: None)
     assert changes == [SoftwareChange(MACHINE, f"the machine's kernel: "
-                                               f"{record['machine']['kernel']} -> 7.0.0-test")]
+                                               f"{record.machine['kernel']} -> 7.0.0-test")]
 
 
 def _store_size(results) -> tuple[int, int]:

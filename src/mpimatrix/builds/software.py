@@ -17,6 +17,8 @@ import platform
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import project_root
@@ -31,28 +33,114 @@ RECORD_FIELDS = ("family", "version", "provenance", "prefix", "compiler", "fabri
 _MPI_LIBRARY = {"mpich": "mpich", "mvapich2": "mpich|mpi", "mvapich": "mpich|mpi"}
 _LDD_LINE = re.compile(r"=>\s+(/\S+)\s+\(|^\s*(/\S+)\s+\(")
 
+#: A value of the stored record (JSON): the store accepts any of these (software_store).
+Scalar = str | int | float | bool | None
+#: {name: value}: a build record's fields, the machine's, {package: version}
+Versions = Mapping[str, Scalar]
 
-def build_software(rec: BuildRecord) -> dict:
-    """The build's software record (without the Debian packages: see with_packages)."""
-    out: dict = {"record": {k: getattr(rec, k) for k in RECORD_FIELDS},
-                 "env": dict(sorted(rec.env.items())),
-                 "benchmarks": {s: {"version": b.version, "provenance": b.provenance,
-                                    "bin_dir": b.bin_dir}
-                                for s, b in sorted(rec.benchmarks.items())}}
+
+def _versions(raw: object) -> Versions:
+    """A stored {name: value} (null or absent: empty); the store checked its shape."""
+    return raw if isinstance(raw, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class SpackSoftware:
+    """Where a Spack build comes from: its lock and the DAG hashes of its nodes in it."""
+
+    lock: str  # the lock's sha256
+    dag_hash: str  # the MPI's node
+    benchmarks: Mapping[str, str] = field(default_factory=dict)  # suite -> its node
+
+    def to_json(self) -> dict[str, object]:
+        return {"lock": self.lock, "dag_hash": self.dag_hash,
+                "benchmarks": dict(self.benchmarks)}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, object]) -> SpackSoftware:
+        return cls(str(raw.get("lock", "")), str(raw.get("dag_hash", "")),
+                   {s: str(h) for s, h in _versions(raw.get("benchmarks")).items()})
+
+
+@dataclass(frozen=True)
+class BuildSoftware:
+    """One build's part of the software record."""
+
+    record: Versions  # RECORD_FIELDS of the build record
+    env: Mapping[str, str]
+    benchmarks: Mapping[str, Versions]  # suite -> version, provenance, bin_dir
+    spack: SpackSoftware | None = None  # a build from a Spack lock
+    wheels: Versions = field(default_factory=dict)  # beside a PyPI MPI
+    modules: Versions = field(default_factory=dict)  # module -> its modulefile's sha256[:12]
+    debs: Versions = field(default_factory=dict)  # of the libraries its MPI loads
+
+    def to_json(self) -> dict[str, object]:
+        """As stored: the optional parts only when there is something in them."""
+        out: dict[str, object] = {
+            "record": dict(self.record), "env": dict(self.env),
+            "benchmarks": {s: dict(b) for s, b in self.benchmarks.items()}}
+        if self.spack is not None:
+            out["spack"] = self.spack.to_json()
+        for key, part in (("wheels", self.wheels), ("modules", self.modules),
+                          ("debs", self.debs)):
+            if part:
+                out[key] = dict(part)
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, object]) -> BuildSoftware:
+        benches = raw.get("benchmarks")
+        spack = raw.get("spack")
+        return cls(_versions(raw.get("record")),
+                   {k: str(v) for k, v in _versions(raw.get("env")).items()},
+                   {s: _versions(b) for s, b in _versions(benches).items()},
+                   SpackSoftware.from_json(spack) if isinstance(spack, Mapping) and spack
+                   else None,
+                   _versions(raw.get("wheels")), _versions(raw.get("modules")),
+                   _versions(raw.get("debs")))
+
+
+@dataclass(frozen=True)
+class SoftwareRecord:
+    """What a session ran on: the machine's software and each build's (the record the
+    results store keeps as JSON: results/software_store.py)."""
+
+    machine: Versions
+    builds: Mapping[str, BuildSoftware]
+
+    def to_json(self) -> dict[str, object]:
+        return {"machine": dict(self.machine),
+                "builds": {n: b.to_json() for n, b in self.builds.items()}}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, object]) -> SoftwareRecord:
+        """From the stored JSON, whose shape the store checked (shape_problem)."""
+        builds = raw.get("builds")
+        return cls(_versions(raw.get("machine")),
+                   {n: BuildSoftware.from_json(b) for n, b in _versions(builds).items()
+                    if isinstance(b, Mapping)})
+
+
+def build_software(rec: BuildRecord, debs: Mapping[str, str] | None = None
+                   ) -> BuildSoftware:
+    """The build's software record (the Debian packages: software_of's)."""
+    spack = None
     if rec.lock_sha256:
-        out["spack"] = {"lock": rec.lock_sha256, "dag_hash": rec.dag_hash,
-                        "benchmarks": {s: b.spec_hash for s, b in sorted(rec.benchmarks.items())
-                                       if b.spec_hash}}
-    wheels = installed_wheels(Path(rec.prefix))
-    if wheels:
-        out["wheels"] = wheels
-    if rec.modules:  # each module with the start of its modulefile's sha256
-        out["modules"] = {m: rec.module_files.get(m, "")[:12] or "(file not found)"
-                          for m in rec.modules}
-    return out
+        spack = SpackSoftware(rec.lock_sha256, rec.dag_hash,
+                              {s: b.spec_hash for s, b in sorted(rec.benchmarks.items())
+                               if b.spec_hash})
+    # each module with the start of its modulefile's sha256
+    modules = {m: rec.module_files.get(m, "")[:12] or "(file not found)" for m in rec.modules}
+    return BuildSoftware(
+        record={k: getattr(rec, k) for k in RECORD_FIELDS},
+        env=dict(sorted(rec.env.items())),
+        benchmarks={s: {"version": b.version, "provenance": b.provenance,
+                        "bin_dir": b.bin_dir} for s, b in sorted(rec.benchmarks.items())},
+        spack=spack, wheels=installed_wheels(Path(rec.prefix)), modules=modules,
+        debs=dict(sorted((debs or {}).items())))
 
 
-def machine_software() -> dict:
+def machine_software() -> dict[str, str]:
     """What every build on this machine shares."""
     out = {"kernel": platform.release()}
     srun = shutil.which("srun")
@@ -70,17 +158,17 @@ def machine_software() -> dict:
     return out
 
 
-def software_of(builds: list[BuildRecord]) -> dict:
-    """The whole record of a session's builds: {"machine": ..., "builds": {name: ...}}."""
-    records = {b.name: build_software(b) for b in builds}
+def software_of(builds: list[BuildRecord]) -> SoftwareRecord:
+    """The whole record of a session's builds: the machine's and each build's."""
     libraries = {b.name: loaded_libraries(b) for b in builds}
     owners = deb_owners(sorted({p for paths in libraries.values() for p in paths}))
     versions = deb_versions(sorted(set(owners.values())))
-    for name, paths in libraries.items():
-        debs = {owners[p]: versions[owners[p]] for p in paths if owners.get(p) in versions}
-        if debs:
-            records[name]["debs"] = dict(sorted(debs.items()))
-    return {"machine": machine_software(), "builds": records}
+    records = {}
+    for b in builds:
+        debs = {owners[p]: versions[owners[p]] for p in libraries[b.name]
+                if owners.get(p) in versions}
+        records[b.name] = build_software(b, debs)
+    return SoftwareRecord(machine_software(), records)
 
 
 def mpi_library_files(rec: BuildRecord) -> list[Path]:

@@ -5,6 +5,7 @@ build's software (the steps themselves: history.steps_of)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class Reported:
         atomic_write(self.path, json.dumps(sorted(idents), indent=1) + "\n")
 
 
-def step_software(c: history.Change, sessions: dict[str, Session],
+def step_software(c: history.Change, sessions: Mapping[str, Session],
                   store: Store | None = None) -> list[str]:
     """What changed in the build's software between the sessions before and after a
     step (for the host's steps: the machine's and every build's)."""

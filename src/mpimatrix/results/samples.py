@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from ..units import is_share
 from . import host
@@ -63,11 +65,34 @@ class Samples:
         return f"every pass of {len(self.by_session)} session(s)"
 
 
-def collect(sessions: list[Session | dict], system: str | None = None,
-            policy: GatePolicy = DEFAULT_POLICY) -> dict:
+#: {var: Samples} of one test case (its ref_key)
+ByVar = dict[str, Samples]
+#: what bless collects: {test class: {partition: {environ: {ref_key: {var: Samples}}}}}
+Collected = dict[str, dict[str, dict[str, dict[str, ByVar]]]]
+#: {partition: {session: its host factor}}
+HostFactors = dict[str, dict[str, float]]
+#: {partition: {environ: {session: the build's factor}}}
+BuildFactors = dict[str, dict[str, dict[str, float]]]
+
+
+class BuildStats(TypedDict):
+    """One build's `$builds` statistics, as the .stats.yaml keeps them."""
+
+    factors: list[float]  # one per session
+    spread: float  # of the partition's builds
+    tolerance: float  # of the verdict on the whole build
+
+
+#: the `$builds` statistics: {partition: {environ: BuildStats}}
+BuildsStats = dict[str, dict[str, BuildStats]]
+
+
+def collect(sessions: Sequence[Session | Mapping[str, object]], system: str | None = None,
+            policy: GatePolicy = DEFAULT_POLICY) -> Collected:
     """{test class: {partition: {environ: {ref_key: {var: Samples}}}}} of the test cases
-    whose values are measurements (passed, or failed only their references)."""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
+    whose values are measurements (passed, or failed only their references); the
+    sessions, or their ReFrame reports."""
+    acc: Collected = defaultdict(lambda: defaultdict(lambda: defaultdict(dict)))
     for i, session in enumerate(as_sessions(sessions)):
         uuid = session.uuid if session.uuid != "?" else f"#{i}"
         for case in session.cases:
@@ -88,7 +113,8 @@ def collect(sessions: list[Session | dict], system: str | None = None,
     return acc
 
 
-def against_host(acc: dict, policy: GatePolicy = DEFAULT_POLICY) -> tuple[dict, dict]:
+def against_host(acc: Collected, policy: GatePolicy = DEFAULT_POLICY
+                 ) -> tuple[HostFactors, BuildFactors]:
     """Each session's host factor per partition ({partition: {session: factor}}), from
     each build's times and rates against their median over the sessions, set on every
     time and rate value's Samples (percentages are judged as measured); and each build's
@@ -107,8 +133,8 @@ def against_host(acc: dict, policy: GatePolicy = DEFAULT_POLICY) -> tuple[dict, 
             for env, keys in envs.items():
                 slots[part] += [(env, sm) for pvars in keys.values() for sm in pvars.values()
                                 if not sm.is_share and sm.per_session]
-    hosts: dict[str, dict[str, float]] = {}
-    builds: dict[str, dict[str, dict[str, float]]] = {}
+    hosts: HostFactors = {}
+    builds: BuildFactors = {}
     for part, items in slots.items():
         rows = _slowdowns(items, policy)
         if not rows:
@@ -139,11 +165,11 @@ def _slowdowns(items: list[tuple[str, Samples]], policy: GatePolicy,
             if (row := host.Slowdowns(by_class, policy)).whole.factor}
 
 
-def build_stats(builds: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
+def build_stats(builds: BuildFactors, policy: GatePolicy = DEFAULT_POLICY) -> BuildsStats:
     """The `$builds` statistics: each build's factors over the sessions, the spread of
     the partition's builds (the median of each build's own) and the tolerance of the
     gate's verdict on the whole build from it (gate_builds.py)."""
-    out: dict = {}
+    out: BuildsStats = {}
     for part, envs in builds.items():
         # a spread from a handful of sessions is itself noisy, and the builds' levels
         # against each other move alike (2.7-2.9 % from night to night for three builds
@@ -151,8 +177,8 @@ def build_stats(builds: dict, policy: GatePolicy = DEFAULT_POLICY) -> dict:
         cv = statistics.median(spread(list(by_session.values())).cv
                                for by_session in envs.values())
         for env, by_session in envs.items():
-            out.setdefault(part, {})[env] = {
-                "factors": [round(x, 4) for x in by_session.values()],
-                "spread": round(cv, 4),
-                "tolerance": round(max(policy.build_floor, policy.build_sigmas * cv), 4)}
+            out.setdefault(part, {})[env] = BuildStats(
+                factors=[round(x, 4) for x in by_session.values()],
+                spread=round(cv, 4),
+                tolerance=round(max(policy.build_floor, policy.build_sigmas * cv), 4))
     return out

@@ -6,7 +6,9 @@ holds one night whole, not all of them (14 nights of 40 builds decoded: 2 GB).""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from .measurements import Case, Session
 
@@ -29,11 +31,11 @@ class SessionSummary:
     node_hours: dict[str, float] = field(default_factory=dict)  # per system:partition
     build_hashes: dict[str, str] = field(default_factory=dict)  # per environment
 
-    def to_json(self) -> dict:
+    def to_json(self) -> Mapping[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> SessionSummary:
+    def from_json(cls, data: Mapping[str, Any]) -> SessionSummary:
         """The summary to_json gave (ValueError when it is not one)."""
         try:
             return cls(**{**data, "systems": tuple(data.get("systems") or ())})

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeGuard, TypeVar
+from typing import Any, TypeGuard, TypeVar
 
 _T = TypeVar("_T")
 
@@ -15,7 +16,8 @@ class SessionError(Exception):
     """A report or session that cannot be used; the message names it and the fix."""
 
 
-def load_report(path: Path) -> dict:
+def load_report(path: Path) -> dict[str, Any]:
+    """A ReFrame report as its JSON (the callers derive sessions and reports from it)."""
     try:
         data = json.loads(Path(path).read_text())
     except OSError as err:
@@ -27,14 +29,14 @@ def load_report(path: Path) -> dict:
     return data
 
 
-def session_info(session: dict) -> dict:
+def session_info(session: Mapping[str, Any]) -> dict[str, Any]:
     """The session's info with the extras `mpimatrix run` gave (--session-extras: mode,
     confirms, builds, ...), which ReFrame stores beside the info or under 'extras'."""
     info = session.get("session_info") or {}
     return {**info, **(info.get("extras") or {})}
 
 
-def session_mode(info: dict) -> str:
+def session_mode(info: Mapping[str, Any]) -> str:
     """The ReFrame mode a session ran in ("" if none): the extra `mpimatrix run` adds,
     else --mode on ReFrame's command line (plain `reframe -r --mode nightly`)."""
     if info.get("mode"):

@@ -6,9 +6,10 @@ benchmarks); the machine's (kernel, Slurm, ReFrame, the checks) apply to every b
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
+from ..builds.software import BuildSoftware, SoftwareRecord
 from ..builds.spack.lock_dag import build_dag, build_roots
 from ..builds.spack.lockfile import Lock
 
@@ -24,11 +25,11 @@ class SoftwareChange:
         return self.text if self.build == MACHINE else f"{self.build}: {self.text}"
 
 
-def _shown(value) -> str:
+def _shown(value: object) -> str:
     return "(none)" if value in (None, "") else str(value)
 
 
-def _mapping(kind: str, old: dict, new: dict) -> list[str]:
+def _mapping(kind: str, old: Mapping[str, object], new: Mapping[str, object]) -> list[str]:
     """Entries added, removed or changed between two {name: version} mappings."""
     out = []
     for name in sorted(set(old) | set(new)):
@@ -44,60 +45,59 @@ def _mapping(kind: str, old: dict, new: dict) -> list[str]:
     return out
 
 
-def machine_changes(old: dict, new: dict) -> list[SoftwareChange]:
+def machine_changes(old: SoftwareRecord, new: SoftwareRecord) -> list[SoftwareChange]:
     return [SoftwareChange(MACHINE, f"the machine's {t}")
-            for t in _mapping("", old.get("machine") or {}, new.get("machine") or {})]
+            for t in _mapping("", old.machine, new.machine)]
 
 
-def _without_install_paths(build: dict) -> dict:
+def _without_install_paths(build: BuildSoftware) -> BuildSoftware:
     """A Spack build's record with its install prefix as <prefix> and without its
     benchmarks' install directories: a new DAG hash moves them, and the difference of
     the DAG names why."""
-    if not build.get("spack"):
+    if build.spack is None:
         return build
-    rec = dict(build.get("record") or {})
-    prefix = rec.pop("prefix", "") or "\0"
+    rec = dict(build.record)
+    prefix = str(rec.pop("prefix", "") or "\0")
     rec = {k: v.replace(prefix, "<prefix>") if isinstance(v, str) else v for k, v in rec.items()}
-    env = {k: v.replace(prefix, "<prefix>") for k, v in (build.get("env") or {}).items()}
+    env = {k: v.replace(prefix, "<prefix>") for k, v in build.env.items()}
     benches = {s: {k: v for k, v in b.items() if k != "bin_dir"}
-               for s, b in (build.get("benchmarks") or {}).items()}
-    return {**build, "record": rec, "env": env, "benchmarks": benches}
+               for s, b in build.benchmarks.items()}
+    return replace(build, record=rec, env=env, benchmarks=benches)
 
 
-def build_changes(name: str, old: dict, new: dict,
+def build_changes(name: str, old: BuildSoftware, new: BuildSoftware,
                   lock: Callable[[str], Lock | str | None]) -> list[str]:
     """What changed in one build between two software records (lock: sha256 -> the
     stored Spack lock, None when the store lacks it, or why it cannot be used)."""
     old, new = _without_install_paths(old), _without_install_paths(new)
-    out = _mapping("", old.get("record") or {}, new.get("record") or {})
-    out += [f"environment {t}" for t in _mapping("", old.get("env") or {},
-                                                   new.get("env") or {})]
-    ob, nb = old.get("benchmarks") or {}, new.get("benchmarks") or {}
+    out = _mapping("", old.record, new.record)
+    out += [f"environment {t}" for t in _mapping("", old.env, new.env)]
+    ob, nb = old.benchmarks, new.benchmarks
     for suite in sorted(set(ob) | set(nb)):
         if suite not in ob or suite not in nb:
             out.append(f"{suite.upper()}: {'added' if suite in nb else 'removed'}")
             continue
         out += [f"{suite.upper()} {t}" for t in _mapping("", ob[suite], nb[suite])]
-    out += _mapping(" (deb)", old.get("debs") or {}, new.get("debs") or {})
-    out += _mapping(" (wheel)", old.get("wheels") or {}, new.get("wheels") or {})
-    out += _mapping(" (modulefile sha256)", old.get("modules") or {}, new.get("modules") or {})
+    out += _mapping(" (deb)", old.debs, new.debs)
+    out += _mapping(" (wheel)", old.wheels, new.wheels)
+    out += _mapping(" (modulefile sha256)", old.modules, new.modules)
     out += spack_changes(old, new, lock)
     return out
 
 
-def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
-                  ) -> list[str]:
+def spack_changes(old: BuildSoftware, new: BuildSoftware,
+                  lock: Callable[[str], Lock | str | None]) -> list[str]:
     """The build's dependency graph in the old lock against the new one (`old`, `new`:
     the build's software records): packages added or removed, and each fact (version,
     variant, flags, compiler, external prefix, recipe) that differs."""
-    so, sn = old.get("spack") or {}, new.get("spack") or {}
-    if not so and not sn:
+    so, sn = old.spack, new.spack
+    if so is None and sn is None:
         return []
-    if not so or not sn:
+    if so is None or sn is None:
         return [f"Spack lock: {'added' if sn else 'removed'}"]
     if so == sn:
         return []
-    shas = str(so.get("lock", "")), str(sn.get("lock", ""))
+    shas = so.lock, sn.lock
     locks = lock(shas[0]), lock(shas[1])
     if not all(isinstance(lk, Lock) for lk in locks):
         missing = [s[:12] for s, lk in zip(shas, locks, strict=True) if lk is None]
@@ -110,9 +110,9 @@ def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
     dags = []
     for lk, spack, rec in zip(locks, (so, sn), (old, new), strict=True):
         assert isinstance(lk, Lock)  # both are (the check above)
-        compiler = (rec.get("record") or {}).get("compiler", "")
-        roots = build_roots(lk, spack.get("dag_hash", ""), compiler)
-        roots += [h for h in (spack.get("benchmarks") or {}).values() if h not in roots]
+        compiler = rec.record.get("compiler", "")
+        roots = build_roots(lk, spack.dag_hash, compiler if isinstance(compiler, str) else "")
+        roots += [h for h in spack.benchmarks.values() if h not in roots]
         dags.append(build_dag(lk, roots))
     a, b = dags
     out = []
@@ -136,12 +136,12 @@ def spack_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
     return out
 
 
-def software_changes(old: dict, new: dict, lock: Callable[[str], Lock | str | None]
-                     ) -> list[SoftwareChange]:
+def software_changes(old: SoftwareRecord, new: SoftwareRecord,
+                     lock: Callable[[str], Lock | str | None]) -> list[SoftwareChange]:
     """Every change between two sessions' software records: the machine's first, then
     each build's (a build in one record only is added or removed)."""
     out = machine_changes(old, new)
-    ob, nb = old.get("builds") or {}, new.get("builds") or {}
+    ob, nb = old.builds, new.builds
     for name in sorted(set(ob) | set(nb)):
         if name not in ob or name not in nb:
             out.append(SoftwareChange(name, "build added" if name in nb else "build removed"))

@@ -19,10 +19,12 @@ import gzip
 import hashlib
 import json
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..atomic import atomic_write
+from ..builds.software import SoftwareRecord
 from ..builds.spack.lockfile import Lock, LockError, parse_lock
 from ..paths import results_dir
 
@@ -34,12 +36,17 @@ def software_dir(results: Path | None = None) -> Path:
     return (results or results_dir()) / "software"
 
 
-def record_id(software: dict) -> str:
-    text = json.dumps(software, sort_keys=True, separators=(",", ":"))
+def record_id(software: SoftwareRecord) -> str:
+    """The id of a record: the start of the sha256 of its JSON."""
+    return _content_id(software.to_json())
+
+
+def _content_id(data: Mapping[str, object]) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _flat(value, where: str, kinds: tuple = _SCALAR) -> str:
+def _flat(value: object, where: str, kinds: tuple[type, ...] = _SCALAR) -> str:
     """'' when `value` is a mapping of names to plain values, else what is wrong."""
     if not isinstance(value, dict):
         return f"{where} is not a mapping"
@@ -47,11 +54,12 @@ def _flat(value, where: str, kinds: tuple = _SCALAR) -> str:
     return f"{where}[{bad[0]!r}] is not a plain value" if bad else ""
 
 
-def _build_problems(name: str, b) -> list[str]:
+def _build_problems(name: str, b: object) -> list[str]:
     at = f"builds[{name!r}]"
     if not isinstance(b, dict):
         return [f"{at} is not a mapping"]
-    out = [_flat(b.get(key) or {}, f"{at}.{key}") for key in ("record", "debs", "wheels")]
+    out = [_flat(b.get(key) or {}, f"{at}.{key}")
+           for key in ("record", "debs", "wheels", "modules")]
     out.append(_flat(b.get("env") or {}, f"{at}.env", (str,)))
     benches = b.get("benchmarks") or {}
     if not isinstance(benches, dict):
@@ -65,7 +73,7 @@ def _build_problems(name: str, b) -> list[str]:
     return out
 
 
-def shape_problem(data) -> str:
+def shape_problem(data: object) -> str:
     """Why a software record is not one builds/software.py writes ('' when it is)."""
     if not isinstance(data, dict):
         return "not a mapping"
@@ -86,8 +94,13 @@ class Store:
     results: Path | None = None
     damage: dict[str, str] = field(default_factory=dict)
 
-    def software(self, ident: str) -> dict | None:
+    def software(self, ident: str) -> SoftwareRecord | None:
         """A session's software record; None when the store lacks it or it is damaged."""
+        data = self.software_json(ident)
+        return None if data is None else SoftwareRecord.from_json(data)
+
+    def software_json(self, ident: str) -> Mapping[str, object] | None:
+        """A session's software record as stored (JSON), checked as `software` checks it."""
         if not ident:
             return None
         path = software_dir(self.results) / f"{ident}.json"
@@ -110,7 +123,7 @@ class Store:
                 for p, why in self.damage.items()]
 
 
-def _read_record(path: Path, ident: str) -> tuple[dict | None, str]:
+def _read_record(path: Path, ident: str) -> tuple[Mapping[str, object] | None, str]:
     """(the record, '') or (None, why it is damaged); (None, '') when absent."""
     try:
         data = json.loads(path.read_bytes())
@@ -123,7 +136,7 @@ def _read_record(path: Path, ident: str) -> tuple[dict | None, str]:
     problem = shape_problem(data)
     if problem:
         return None, f"not a software record: {problem}"
-    if record_id(data) != ident:
+    if _content_id(data) != ident:
         return None, f"its content does not match its hash {ident} (edited or corrupted)"
     return data, ""
 
@@ -144,9 +157,10 @@ def _read_lock(path: Path, sha256: str) -> tuple[Lock | None, str]:
         return None, f"not a Spack lock: {err}"
 
 
-def stored_software(ident: str, results: Path | None = None) -> dict | None:
-    """A stored software record; None when the store does not have it (or it is damaged)."""
-    return Store(results).software(ident)
+def stored_software(ident: str, results: Path | None = None) -> Mapping[str, object] | None:
+    """A stored software record as stored (JSON: for the tools that derive records from
+    one, validation/year.py); None when the store does not have it (or it is damaged)."""
+    return Store(results).software_json(ident)
 
 
 def _keep(path: Path, data: bytes, good: bool, problems: list[str] | None) -> None:
@@ -162,15 +176,16 @@ def _keep(path: Path, data: bytes, good: bool, problems: list[str] | None) -> No
         problems.append(f"{err.filename or path}: {err.strerror or err}")
 
 
-def store_software(software: dict, locks: list[Path], results: Path | None = None,
-                   problems: list[str] | None = None) -> str:
-    """Keep a session's software record and the Spack locks it names (a damaged copy
-    is written again); its id. With `problems`, what could not be written is listed
-    there and the rest kept."""
+def store_software(software: SoftwareRecord | Mapping[str, object], locks: list[Path],
+                   results: Path | None = None, problems: list[str] | None = None) -> str:
+    """Keep a session's software record (or one as JSON, as validation/year.py derives
+    them) and the Spack locks it names (a damaged copy is written again); its id. With
+    `problems`, what could not be written is listed there and the rest kept."""
     d = software_dir(results)
-    ident = record_id(software)
+    data = software.to_json() if isinstance(software, SoftwareRecord) else software
+    ident = _content_id(data)
     path = d / f"{ident}.json"
-    text = json.dumps(software, indent=1, sort_keys=True) + "\n"
+    text = json.dumps(data, indent=1, sort_keys=True) + "\n"
     _keep(path, text.encode(), _read_record(path, ident)[0] is not None, problems)
     for lock in locks:
         try:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 import jinja2
 from matplotlib.figure import Figure
@@ -37,7 +39,32 @@ def _num(x: float | None) -> str:
     return f"{x:.0f}" if abs(x) >= 1e4 else f"{x:.4g}"
 
 
-def plot(rv: RequirementVerdict) -> dict | None:
+class Plot(TypedDict):
+    """A requirement's figure in the record."""
+
+    title: str
+    uri: str  # the image, as a data: URI
+
+
+class Context(TypedDict):
+    """What the record's template shows (templates/record.html.j2): each row, build,
+    session and reference a mapping of the fields the template names."""
+
+    system: str
+    file: str
+    file_sha: str
+    generated: str
+    overall: str
+    overall_class: str
+    rows: list[Mapping[str, object]]
+    plots: list[Plot]
+    builds: list[Mapping[str, str]]
+    sessions: list[Mapping[str, object]]
+    disturbance: str
+    references: list[Mapping[str, str]]
+
+
+def plot(rv: RequirementVerdict) -> Plot | None:
     """Every sample per build, the median's interval and the bound."""
     builds = [b for b in rv.builds if b.samples]
     if not builds:
@@ -60,7 +87,7 @@ def plot(rv: RequirementVerdict) -> dict | None:
                   f"{req.confidence:.0%} interval of the median; |: median)")
     fig.tight_layout()
     title = f"{req.name}: {req.what}"
-    return {"title": title, "uri": to_plot(fig, req.name, title, title).uri}
+    return Plot(title=title, uri=to_plot(fig, req.name, title, title).uri)
 
 
 def load_text(session: Session, scope: Scope) -> str:
@@ -84,9 +111,9 @@ def disturbance_note(sessions: list[Session], scope: Scope) -> str:
 
 
 def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: list[Session],
-            references: list[Path], scope: Scope | None = None) -> dict:
+            references: list[Path], scope: Scope | None = None) -> Context:
     scope = scope or Scope()
-    rows = []
+    rows: list[Mapping[str, object]] = []
     for rv in verdicts:
         req = rv.requirement
         rows.append({
@@ -106,28 +133,28 @@ def context(reqs: Requirements, verdicts: list[RequirementVerdict], sessions: li
                f"{counts[Verdict.NOT_MET]} not met, {counts[Verdict.INCONCLUSIVE]} "
                f"inconclusive, {counts[Verdict.UNMEASURED]} not measured")
     worst = next((v for v in (Verdict.NOT_MET, Verdict.INCONCLUSIVE) if counts[v]), Verdict.MET)
-    builds: dict[str, dict] = {}
+    builds: dict[str, Mapping[str, str]] = {}
     for s in sessions:
         for c in s.cases:
             builds.setdefault(c.build, {"name": c.build, "spec": c.build_spec or "-",
                                         "hash": c.build_hash or "-",
                                         "lock": c.lock_sha256 or "-"})
     data = reqs.path.read_bytes()
-    return {
-        "system": reqs.system, "file": str(reqs.path),
-        "file_sha": hashlib.sha256(data).hexdigest(),
-        "generated": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "overall": overall,
-        "overall_class": CLASS[worst] if not counts[Verdict.UNMEASURED] else "not-met",
-        "rows": rows, "plots": [p for p in map(plot, verdicts) if p],
-        "builds": sorted(builds.values(), key=lambda b: b["name"]),
-        "sessions": [{"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
-                      "software": s.software or "-", "load": load_text(s, scope),
-                      "disturbed": bool(scope.disturbed(s.uuid))} for s in sessions],
-        "disturbance": disturbance_note(sessions, scope),
-        "references": [{"path": str(p), "sha": hashlib.sha256(p.read_bytes()).hexdigest()}
-                       for p in references if p.is_file()],
-    }
+    return Context(
+        system=reqs.system, file=str(reqs.path),
+        file_sha=hashlib.sha256(data).hexdigest(),
+        generated=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        overall=overall,
+        overall_class=CLASS[worst] if not counts[Verdict.UNMEASURED] else "not-met",
+        rows=rows, plots=[p for p in map(plot, verdicts) if p],
+        builds=sorted(builds.values(), key=lambda b: b["name"]),
+        sessions=[{"uuid": s.uuid, "date": s.date, "mode": s.mode, "runs": s.runs,
+                   "software": s.software or "-", "load": load_text(s, scope),
+                   "disturbed": bool(scope.disturbed(s.uuid))} for s in sessions],
+        disturbance=disturbance_note(sessions, scope),
+        references=[{"path": str(p), "sha": hashlib.sha256(p.read_bytes()).hexdigest()}
+                    for p in references if p.is_file()],
+    )
 
 
 def write_record(reqs: Requirements, verdicts: list[RequirementVerdict],

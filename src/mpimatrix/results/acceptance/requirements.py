@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,7 +153,7 @@ def measured_sizes(suite: str, benchmark: str) -> list[int] | None:
     return imb.table_sizes(IMB_SIZES["full"]) if imb.sized else None
 
 
-def _size(raw: dict, suite: str, benchmark: str, where: str) -> int | None:
+def _size(raw: Mapping[str, object], suite: str, benchmark: str, where: str) -> int | None:
     sizes = measured_sizes(suite, benchmark)
     if sizes is None:
         if raw.get("size") is not None:
@@ -179,7 +180,7 @@ def _size(raw: dict, suite: str, benchmark: str, where: str) -> int | None:
         f"nearest is {human_size(near, ' ')}")
 
 
-def _bound(raw: dict, metric: str, where: str) -> tuple[str, float, str]:
+def _bound(raw: Mapping[str, object], metric: str, where: str) -> tuple[str, float, str]:
     text = str(raw.get("bound") or "")
     m = _BOUND.match(text)
     if not m:
