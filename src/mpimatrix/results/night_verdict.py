@@ -10,10 +10,10 @@ watch, green."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
 from .gate import Judgement
 from .measurements import Session
+from .status import Word
 
 #: `mpimatrix run`'s exit codes (BAD_INPUT and NOT_RUN come before any verdict).
 OK, FAILED, BAD_INPUT, NOT_RUN, MACHINE = 0, 1, 2, 3, 4
@@ -21,7 +21,7 @@ OK, FAILED, BAD_INPUT, NOT_RUN, MACHINE = 0, 1, 2, 3, 4
 VERDICT_LINE = "VERDICT: "
 
 
-class Verdict(str, Enum):
+class Verdict(Word):
     """A night's verdict, worst first; its value is the word every rendering shows."""
 
     FAILED = "FAILED"
@@ -31,9 +31,6 @@ class Verdict(str, Enum):
     HOST = "HOST"
     WATCH = "WATCH"
     GREEN = "GREEN"
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def exit_code(self) -> int:

@@ -23,14 +23,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
-from enum import Enum
 
 from ..measurements import Session
+from ..status import Word
 from .requirements import Requirement, Requirements
 from .scope import Scope, not_run_reason, system_reason, unmeasurable
 
 
-class Verdict(str, Enum):
+class Verdict(Word):
     """A requirement's verdict, or one build's; each is its text too (the printed line,
     the record's cell)."""
 
@@ -38,12 +38,6 @@ class Verdict(str, Enum):
     NOT_MET = "not met"
     INCONCLUSIVE = "inconclusive"
     UNMEASURED = "unmeasured"
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
 
 #: Worst first: the requirement's verdict is the worst of its rules'.

@@ -16,7 +16,7 @@ from ..night import Night, judge_night
 from ..reference_set import NO_REFERENCES, ReferenceSet
 from ..session_summary import SessionSummary
 from ..status import Status
-from . import compare, cost, detection, effects, front, gate_view, layouts, page, trend
+from . import compare, cost, detection, effect_rows, effects, front, gate_view, layouts, page, trend
 from .axes import Axes, session_axes
 from .curves import SHARED_LEGEND, curve_jobs, legend_plot, reference_points, unsized_plot
 from .figures import Colours, Plot
@@ -169,7 +169,7 @@ def effects_section(data: ReportData, cv, colours: Colours, axes: dict[str, Axes
         "resolved": sum(e.status == "resolved" for e in found),
         "spans0": sum(e.status == "spans0" for e in found),
         "single": sum(e.status == "one-pass" for e in found)},
-        "effect_top": sorted((effects.TopEffect(t, r, c)
+        "effect_top": sorted((effect_rows.TopEffect(t, r, c)
                               for t in tables for r in t.rows for c in r.cells
                               if c and c.status == "resolved"),
                              key=lambda top: -abs(top.cell.estimate))[:10],

@@ -32,13 +32,13 @@ import numpy as np
 
 from ...units import human_size
 from .axes import Axes
+from .effect_rows import Effect, EffectCell, EffectRow, EffectTable, HeadlineRow
 from .model import Line, placement_label, placement_order
 from .repetitions import (
     RATE_COLUMNS,
     TIME_COLUMNS,
     Columns,
     Curves,
-    higher_is_better,
     sized,
     unit_of,
 )
@@ -138,34 +138,6 @@ def pairs(lines: list[Line], axes: dict[str, Axes]) -> list[Pair]:
     return sorted(out, key=lambda p: (AXIS_ORDER.index(p.axis), p.title, p.a, p.b))
 
 
-@dataclass(frozen=True)
-class Effect:
-    benchmark: str
-    table: str
-    placement: str
-    column: str
-    size: float
-    a: tuple[float, ...]  # A's samples: one per pass
-    b: tuple[float, ...]
-    low: float | None  # the interval of median(A) / median(B) - 1; None: one pass
-    high: float | None
-
-    @property
-    def estimate(self) -> float:
-        return statistics.median(self.a) / statistics.median(self.b) - 1
-
-    @property
-    def status(self) -> str:
-        """resolved, spans0 or one-pass."""
-        if self.low is None or self.high is None:
-            return "one-pass"
-        return "spans0" if self.low <= 0 <= self.high else "resolved"
-
-    @property
-    def a_better(self) -> bool:
-        return (self.estimate > 0) == higher_is_better(self.column)
-
-
 def seed_of(*key) -> int:
     return zlib.crc32("|".join(map(str, key)).encode())
 
@@ -230,62 +202,6 @@ def signed(v: float) -> str:
     """+12 %, -3.4 % (a real minus sign)."""
     text = f"{v * 100:+.1f}" if abs(v) < 0.1 else f"{v * 100:+.0f}"
     return text.replace("-", "\u2212") + "\u202f%"
-
-
-@dataclass(frozen=True)
-class EffectCell:
-    """One effect as the page shows it: the estimate and its interval (signed text), the
-    medians, a note (who is faster, or why not resolved), the size and its class."""
-    estimate: float
-    low: float | None
-    high: float | None
-    status: str  # resolved, spans0, one-pass
-    text: str
-    interval: str  # "" for one pass
-    medians: str
-    note: str
-    size: str
-    size_class: str  # SIZE_CLASSES' name
-
-
-@dataclass(frozen=True)
-class EffectRow:
-    """A benchmark (and table) and placement of a pair: a cell per representative size
-    (None where the size was not measured)."""
-    benchmark: str  # with its table, unless the default
-    bench: str
-    placement: str
-    column: str
-    cells: list[EffectCell | None]
-
-
-@dataclass(frozen=True)
-class HeadlineRow:
-    """A row of the pair's headline benchmark, its cells by size class."""
-    benchmark: str
-    placement: str
-    by_class: list[EffectCell | None]
-
-
-@dataclass(frozen=True)
-class EffectTable:
-    """A pair of builds that differ in one axis: its title, what it holds equal, its two
-    builds (labels), a row per benchmark and placement, and how many effects resolved."""
-    id: str
-    axis: str
-    title: str
-    context: str
-    also: str
-    partition: str
-    a: str
-    b: str
-    sizes: list[str]
-    rows: list[EffectRow]
-    effects: list[Effect]
-    headline: list[HeadlineRow]
-    resolved: int
-    unresolved: int
-    single: int
 
 
 def cell(e: Effect, pair: Pair) -> EffectCell:
@@ -354,11 +270,3 @@ def headline(rows: list[EffectRow]) -> list[HeadlineRow]:
             out.append(HeadlineRow(r.benchmark, r.placement,
                                    [by_class.get(name) for name, *_ in SIZE_CLASSES]))
     return out
-
-
-@dataclass(frozen=True)
-class TopEffect:
-    """A resolved effect among the largest: its cell, its row and its pair's table."""
-    table: EffectTable
-    row: EffectRow
-    cell: EffectCell
