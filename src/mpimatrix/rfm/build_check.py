@@ -4,7 +4,7 @@ A check is `class X(rfm.RunOnlyRegressionTest, BuildCheck)` (plus perf.py's
 CataloguePerformance for a catalogue benchmark), decorated with @rfm.simple_test. It
 defines (docs/develop.md walks through an example):
 
-- by the end of the init phase: `ref_key` (required variable, references.py); for a
+- by the end of the init phase: `ref_key` (required variable, check_references.py); for a
   catalogue benchmark `bench` (required variable, perf.py);
 - `parse_output()` and `results_complete()` (contract methods, output.py): read in the
   sanity phase, and while the job runs;
@@ -19,7 +19,7 @@ classes first, `frame_the_launch` last of the pre-run hooks):
 
 - post-init: `place_ranks` (check_launch.py), then the check's;
 - post-setup: (a catalogue check's `record_metric_info`, perf.py), `apply_partition_limits`
-  (limits.py), `record_build` (provenance.py), `use_reference_file` (references.py);
+  (limits.py), `record_build` (provenance.py), `use_reference_file` (check_references.py);
 - pre-run: `watch_for_a_hang_after_results`, `keep_within_hang_budget` (limits.py),
   `launch_with_the_build` (check_launch.py), the check's, `frame_the_launch`;
 - pre-sanity: `read_job_outcome` (check_outcome.py).

@@ -8,7 +8,7 @@ A catalogue check (reframe_checks/imb.py, osu.py) defines:
   value in the parsed output (`parsed`, output.py), None when the output lacks it.
 
 Hooks: post-setup `record_metric_info` (the metrics' units and sizes into `perf_info`,
-references.py); pre-performance `set_perf_variables` (one performance variable per
+check_references.py); pre-performance `set_perf_variables` (one performance variable per
 metric; a missing value fails the test case: "no <metric> in the output of <binary>").
 """
 
