@@ -8,7 +8,7 @@ import pytest
 from helpers import FIXTURES, slowed
 
 from mpimatrix.results import floors, gate
-from mpimatrix.validation.experiment import Experiment, applied_confirmations
+from mpimatrix.validation.experiment import Experiment
 from mpimatrix.validation.store import StoredNight
 from mpimatrix.validation.tally import Z95, Rate, Tally, wilson
 from mpimatrix.validation.unchanged import recorded_halves
@@ -45,7 +45,7 @@ def tallied():
                    for f in floors.build_floors(experiment.references)})
     nights = []
     plan = ((5, None), (6, 0.5), (7, None), (8, 0.5), (9, None))
-    for judged in experiment.judge(stepped(halves, plan), confirm=applied_confirmations):
+    for judged in experiment.judge(stepped(halves, plan)):
         k, level = judged.tag
         tally.add(judged.night, (VICTIM, level) if level else None, f"night {k + 1}")
         nights.append((judged.night, level))
@@ -122,7 +122,7 @@ def test_a_step_held_three_nights_counts_what_is_named_by_each_night():
     nights = []
     plan = ((5, 0.5), (6, 0.5), (7, 0.5), (8, None))
     for judged in Experiment.bless(halves[:5]).judge(
-            stepped(halves, plan, "MPI1:PingPong$"), confirm=applied_confirmations):
+            stepped(halves, plan, "MPI1:PingPong$")):
         level = judged.tag[1]
         tally.add(judged.night, (VICTIM, level) if level else None)
         nights.append(judged.night)

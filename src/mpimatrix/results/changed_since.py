@@ -92,8 +92,9 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
                   references: ReferenceSet, results: Path | None = None
                   ) -> list[ChangedSince]:
     """For each build with a REGRESSION, in the order of the REGRESSION lines; `earlier`:
-    stored sessions, newest first (read only as far as needed), each judged against
-    today's references (those it ran with when there are none)."""
+    the sessions of the nights before it that count (night.earlier_nights), newest first
+    (read only as far as needed), each judged against today's references (those it ran
+    with when there are none)."""
     regressed: dict[str, set] = {}
     whole = {b.build for b in judged.builds if b.status == REGRESSION}
     for b in judged.builds:
@@ -108,9 +109,8 @@ def changed_since(session: Session, judged: Judgement, earlier: Iterable[Session
     def candidates():
         yield from judged_before
         for prev in source:
-            if prev.uuid != session.uuid and not prev.confirms and prev.start < session.start:
-                judged_before.append((prev, judge(prev, None, references)))
-                yield judged_before[-1]
+            judged_before.append((prev, judge(prev, None, references)))
+            yield judged_before[-1]
 
     out = []
     store = Store(results)

@@ -28,3 +28,8 @@ class Status(Word):
     PASS = "pass"
     NOT_GATED = "not gated"
     NO_REFERENCE = "no reference"
+
+    @property
+    def gated(self) -> bool:
+        """The value has a reference and a tolerance: the gate judged it."""
+        return self not in (Status.NOT_GATED, Status.NO_REFERENCE)

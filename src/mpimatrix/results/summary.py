@@ -4,7 +4,7 @@ one line per performance value outside its reference."""
 from __future__ import annotations
 
 from .changed_since import ChangedSince
-from .gate import NO_REFERENCE, NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict
+from .gate import NOISE, NOT_GATED, REGRESSION, WATCH, Judgement, ValueVerdict
 from .measurements import Case, Session
 from .night import Night, judge_night
 from .reference_set import NO_REFERENCES
@@ -151,7 +151,7 @@ def format_table(session: Session, night: Night | None = None, width: int = 200)
         lines += extra
     failed = sum(c.failed_in_sanity or c.result == "xpass" for c in session.cases)
     known = sum(r[RESULT] == "xfail" for r in data)
-    gated = sum(v.status not in (NOT_GATED, NO_REFERENCE) for v in results)
+    gated = sum(v.status.gated for v in results)
     lines.append("")
     lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {failed} failed, {known} "
                  f"known fault(s) (expected failures); {len(results)} performance "

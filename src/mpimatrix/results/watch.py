@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .gate import NO_REFERENCE, NOT_GATED, REGRESSION, WATCH, Judgement, judge
+from .gate import REGRESSION, WATCH, Judgement, judge
 from .measurements import Session, ValueKey
 from .reference_set import ReferenceSet
 
@@ -68,7 +68,7 @@ def outside_before(keys: set[ValueKey | None], earlier: Iterable[EarlierNight],
             continue
         looked += 1
         for v in judged.verdicts:
-            if v.key in pending and v.status not in (NOT_GATED, NO_REFERENCE):
+            if v.key in pending and v.status.gated:
                 pending.discard(v.key)
                 out[v.key] = prev.uuid[:8] if v.status == REGRESSION else ""
     return out

@@ -271,7 +271,8 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
     print(summary.format_table(report, night))
     if osu:
         print(osu)
-    busy = [machine.loads(load_record_path()).get(s.uuid, {}) for s in (report, *confs)]
+    loads = machine.loads(load_record_path())
+    busy = [loads.get(s.uuid, {}) for s in (report, *confs)]
     for b in busy:
         if b.get("disturbed"):
             print(f"DISTURBED: {machine.Load.from_record(b).text()}: the values measure "

@@ -21,7 +21,6 @@ NAMES: dict[str, tuple[str, str]] = {
     "split": ("validation.experiment", "split"),
     "measured_again": ("validation.experiment", "measured_again"),
     "varied_policy": ("validation.experiment", "varied_policy"),
-    "is_gated": ("validation.experiment", "is_gated"),
     "gated_values": ("validation.experiment", "gated_values"),
     "Store": ("validation.store", "Store"),
     "StoredNight": ("validation.store", "StoredNight"),

@@ -105,13 +105,6 @@ class Experiment:
             yield Judged(night, stored)
 
 
-def applied_confirmations(stored: StoredNight, session: Session,
-                          references: ReferenceSet) -> list[Session]:
-    """A Confirm: the stored confirmations as ReFrame would have reported them against
-    the references."""
-    return [load(c) for c in stored.confirmations]
-
-
 def measured_again(stored: StoredNight, session: Session,
                    references: ReferenceSet) -> list[Session]:
     """A Confirm: of the night's first stored confirmation (e.g. the next session, when
@@ -142,13 +135,7 @@ def varied_policy(text: str) -> GatePolicy:
     return replace(DEFAULT_POLICY, **variation(text))
 
 
-def is_gated(verdict: gate.ValueVerdict) -> bool:
-    """Whether the references gate the value (it has a reference and a tolerance)."""
-    return verdict.status not in (gate.NOT_GATED, gate.NO_REFERENCE)
-
-
 def gated_values(report: dict, references: ReferenceSet) -> list[gate.ValueVerdict]:
     """The verdicts of a session's gated values, the session judged alone (no
     confirmation, no earlier night)."""
-    return [v for v in gate.judge(load(report), [], references).verdicts
-            if is_gated(v)]
+    return [v for v in gate.judge(load(report), [], references).verdicts if v.status.gated]

@@ -200,7 +200,7 @@ class Tally:
                     floors.caught(spread, b.tolerance, Kind.TIME, level),
                     b.status == gate.REGRESSION))
         for v, v_alone in zip(judged.verdicts, alone.verdicts, strict=True):
-            gated = v.status not in (gate.NOT_GATED, gate.NO_REFERENCE)
+            gated = v.status.gated
             self.gated[gated] += 1
             if not gated:
                 continue

@@ -36,7 +36,7 @@ from ..results.policy import DEFAULT_POLICY, GatePolicy
 from ..results.reference_set import ReferenceSet
 from ..results.sessions import load_report
 from .command import description
-from .experiment import Experiment, cut_to_confirm, is_gated, measured_again
+from .experiment import Experiment, cut_to_confirm, measured_again
 from .store import StoredNight
 
 #: the recorded six-pass sessions of a folder, <i> their order
@@ -110,7 +110,7 @@ def main(argv=None, prog: str | None = None) -> int:
         n, bless_gated = n + 1, blessed.gated
         red += bool(j.regressions)
         red_alone += bool(alone.regressions)
-        gated = sum(is_gated(v) for v in j.verdicts)
+        gated = sum(v.status.gated for v in j.verdicts)
         print(f"night {k + 1}: {gated} values gated, {len(j.regressions)} REGRESSION line(s), "
               f"{len(j.watched)} on watch")
         for line in [*j.regressions, *j.watched]:
