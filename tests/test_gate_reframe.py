@@ -72,6 +72,30 @@ def blessed(builds, tmp_path_factory):
     return results, only
 
 
+def gated_values(results: Path, build: str, benchmark: str = "") -> int:
+    """How many values of the build (of one IMB benchmark, "MPI1:PingPong") the bless gated:
+    on a busy machine it leaves a build's values whose spread needs a tolerance over 50 %
+    out (a CI bless left all four of Debian MPICH's out, and a 3x slowdown of it was GREEN)."""
+    from mpimatrix.results.reference_set import ReferenceSet
+
+    env = build.replace(".", "_")
+    return sum(1 for b in ReferenceSet.of_store(results).blessed.values()
+               if b.gated and b.key.environ == env and b.key.ref_key.startswith(benchmark))
+
+
+def victim_of(results: Path, builds: list[str], benchmark: str = "", *, need: int = 2,
+              debian: bool = False) -> str:
+    """The first build the bless gated `need` values of (a Debian one when asked); the test
+    is skipped, saying so, when the bless gated none so well."""
+    for b in builds:
+        if (not debian or b.endswith("-debian")) and gated_values(results, b, benchmark) >= need:
+            return b
+    counts = {b: gated_values(results, b, benchmark) for b in builds}
+    pytest.skip(f"the bless gated fewer than {need} {benchmark or 'IMB'} value(s) of every "
+                f"{'Debian ' if debian else ''}build (gated per build: {counts}): their "
+                "spread on this machine needs a tolerance over 50 %")
+
+
 def test_unchanged_session_passes_the_gate(blessed):
     """An unchanged session passes; a second one is run when the first had a false alarm.
     On a 2-core VM a whole session can switch mode (MPICH 8 B PingPong 0.11 us blessed in
@@ -97,7 +121,7 @@ def test_unchanged_session_passes_the_gate(blessed):
 
 def test_injected_slowdown_fails_naming_build_benchmark_placement_size(blessed, builds):
     results, only = blessed
-    victim = builds[0]
+    victim = victim_of(results, builds)
     # an unchanged session before this one may have confirmed a noisy value too
     confirms_before = set((results / "reports").glob("*-confirm.json"))
     proc = quiet_run(results, *only, *SELECT, inject=f"^{re.escape(victim)}$:clock=3.0")
@@ -209,7 +233,7 @@ def test_a_verdict_close_to_its_threshold_is_measured_again_round_after_round(
     stats["$policy"] = {**stats.get("$policy", {}), "confirm_rounds": 3,
                         "close_spreads": 1000.0}
     stats_file.write_text(yaml.safe_dump(stats))
-    victim = builds[0]
+    victim = victim_of(results, builds, "MPI1:PingPong", need=1)
     proc = quiet_run(store, "--only", f"^{re.escape(victim)}$", "--", "-n",
                      r"ImbCheck.*%benchmark=MPI1:PingPong$",
                      inject=f"^{re.escape(victim)}$:clock=3.0")
@@ -303,9 +327,7 @@ def test_a_regression_names_what_changed_since_the_build_last_passed(blessed, bu
     from test_software_changes import fake_dpkg_query
 
     results, only = blessed
-    victim = builds[0]
-    if not victim.endswith("-debian"):
-        pytest.skip(f"the first build with IMB is {victim}, not a Debian MPI")
+    victim = victim_of(results, builds, debian=True)
     fake = fake_dpkg_query(tmp_path / "bin", "libucx0", "1.99.0-1~test")
     path = f"{fake}{os.pathsep}{os.environ['PATH']}"
     env = {**os.environ, "PATH": path, "MPIMATRIX_RESULTS": str(results),

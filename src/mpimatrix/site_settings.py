@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,14 @@ WORD_KEYS = {"spack_site": "MPIMATRIX_SPACK_SITE"}
 LIST_KEYS = ("modulepath",)
 NIGHTLY_KEYS = {"mode": str, "args": list, "report_since": str, "report_name": str,
                 "mail_to": list, "hook": str}
-KNOWN = (*PATH_KEYS, *WORD_KEYS, *LIST_KEYS, "environment", "nightly")
+KNOWN = (*PATH_KEYS, *WORD_KEYS, *LIST_KEYS, "environment", "nightly", "monitoring")
+#: monitoring key -> environment variable it sets
+MONITORING_PATHS = {"metrics_textfile": "MPIMATRIX_METRICS_TEXTFILE"}
+MONITORING_WORDS = {"store_url": "MPIMATRIX_STORE_URL", "system_name": "MPIMATRIX_SYSTEM_NAME"}
+MONITORING_KEYS = ("perflog", *MONITORING_PATHS, *MONITORING_WORDS)
+#: ReFrame's perflog handler types a site may add (ReFrame's own, configured as ReFrame
+#: documents them)
+PERFLOG_TYPES = ("httpjson", "syslog", "filelog", "graylog", "stream", "file")
 
 
 class SiteSettingsError(ValueError):
@@ -69,6 +77,8 @@ class SiteSettings:
     keys: dict[str, str] = field(default_factory=dict)  # variable -> the file's key
     modulepath: tuple[str, ...] = ()
     nightly: Nightly = Nightly()
+    #: the site's own ReFrame perflog handlers, merged beside mpimatrix's filelog
+    perflog: tuple[Mapping, ...] = ()
 
 
 def settings_file() -> Path:
@@ -134,6 +144,61 @@ def _nightly(data, path: Path) -> Nightly:
     return Nightly(**out)
 
 
+def _expanded(value, key: str, path: Path):
+    """Strings in a handler's settings with $VARIABLES expanded (a token in the
+    environment, not in the file)."""
+    if isinstance(value, str):
+        return expand(value, key, path)
+    if isinstance(value, list):
+        return [_expanded(v, key, path) for v in value]
+    if isinstance(value, dict):
+        return {k: _expanded(v, f"{key}.{k}", path) for k, v in value.items()}
+    return value
+
+
+def _perflog(value, path: Path) -> tuple[Mapping, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise _fail(path, "monitoring.perflog: expected a list of ReFrame perflog handlers "
+                    "(- type: httpjson, url: ...)")
+    out = []
+    for i, handler in enumerate(value):
+        key = f"monitoring.perflog[{i}]"
+        if not isinstance(handler, dict) or handler.get("type") not in PERFLOG_TYPES:
+            raise _fail(path, f"{key}: expected a mapping with type one of "
+                        f"{', '.join(PERFLOG_TYPES)}, got {handler!r}")
+        if handler["type"] == "httpjson" and not str(handler.get("url", "")).startswith(
+                ("http://", "https://")):
+            raise _fail(path, f"{key}: an httpjson handler needs url: http(s)://...")
+        if handler["type"] == "graylog" and ":" not in str(handler.get("address", "")):
+            raise _fail(path, f"{key}: a graylog handler needs address: host:port")
+        out.append(_expanded(handler, key, path))
+    return tuple(out)
+
+
+def _monitoring(data, path: Path, variables: dict, keys: dict) -> tuple[Mapping, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, dict):
+        raise _fail(path, f"monitoring: expected a mapping of {', '.join(MONITORING_KEYS)}")
+    unknown = sorted(map(str, set(data) - set(MONITORING_KEYS)))
+    if unknown:
+        raise _fail(path, f"monitoring: unknown key(s) {', '.join(unknown)}; known: "
+                    f"{', '.join(MONITORING_KEYS)}")
+    for key, var in MONITORING_PATHS.items():
+        if data.get(key) is not None:
+            variables[var] = _path(data[key], f"monitoring.{key}", path)
+            keys[var] = f"monitoring.{key}"
+    for key, var in MONITORING_WORDS.items():
+        if data.get(key) is not None:
+            if not isinstance(data[key], str) or not data[key].strip():
+                raise _fail(path, f"monitoring.{key}: expected a word, got {data[key]!r}")
+            variables[var] = expand(data[key], f"monitoring.{key}", path)
+            keys[var] = f"monitoring.{key}"
+    return _perflog(data.get("perflog"), path)
+
+
 def load(path: Path) -> SiteSettings:
     try:
         data = load_yaml(path, MAX_BYTES, "site settings file")
@@ -165,7 +230,9 @@ def load(path: Path) -> SiteSettings:
         keys[name] = f"environment.{name}"
     modulepath = tuple(_path(p, "modulepath", path) for p in
                        _strings(data.get("modulepath") or [], "modulepath", path))
-    return SiteSettings(path, variables, keys, modulepath, _nightly(data.get("nightly"), path))
+    perflog = _monitoring(data.get("monitoring"), path, variables, keys)
+    return SiteSettings(path, variables, keys, modulepath, _nightly(data.get("nightly"), path),
+                        perflog)
 
 
 def current() -> SiteSettings:
