@@ -84,16 +84,16 @@ def gated_values(results: Path, build: str, benchmark: str = "") -> int:
 
 
 def victim_of(results: Path, builds: list[str], benchmark: str = "", *, need: int = 2,
-              debian: bool = False) -> str:
-    """The first build the bless gated `need` values of (a Debian one when asked); the test
-    is skipped, saying so, when the bless gated none so well."""
+              name: str = "") -> str:
+    """The first build (whose name matches `name`, a regex) the bless gated `need` values
+    of; the test is skipped, saying so, when the bless gated none so well."""
     for b in builds:
-        if (not debian or b.endswith("-debian")) and gated_values(results, b, benchmark) >= need:
+        if re.search(name, b) and gated_values(results, b, benchmark) >= need:
             return b
-    counts = {b: gated_values(results, b, benchmark) for b in builds}
+    counts = {b: gated_values(results, b, benchmark) for b in builds if re.search(name, b)}
     pytest.skip(f"the bless gated fewer than {need} {benchmark or 'IMB'} value(s) of every "
-                f"{'Debian ' if debian else ''}build (gated per build: {counts}): their "
-                "spread on this machine needs a tolerance over 50 %")
+                f"build {name or ''} (gated per build: {counts}): their spread on this "
+                "machine needs a tolerance over 50 %")
 
 
 def test_unchanged_session_passes_the_gate(blessed):
@@ -327,7 +327,9 @@ def test_a_regression_names_what_changed_since_the_build_last_passed(blessed, bu
     from test_software_changes import fake_dpkg_query
 
     results, only = blessed
-    victim = victim_of(results, builds, debian=True)
+    # Debian's MPICH is built on UCX (libmpich12 loads libucx0; Open MPI only through its
+    # pml plugin, which the software record does not follow)
+    victim = victim_of(results, builds, name=r"^mpich-.*-debian$")
     fake = fake_dpkg_query(tmp_path / "bin", "libucx0", "1.99.0-1~test")
     path = f"{fake}{os.pathsep}{os.environ['PATH']}"
     env = {**os.environ, "PATH": path, "MPIMATRIX_RESULTS": str(results),
