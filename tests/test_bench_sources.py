@@ -30,6 +30,7 @@ from mpimatrix.builds.record import BuildRecord
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 KIT_OSU = "sources/osu-micro-benchmarks/osu-micro-benchmarks-7.4.tar.gz"
 KIT_IMB = "sources/intel-mpi-benchmarks/intel-mpi-benchmarks-2021.7.tar.gz"
+KIT_NPB = "sources/npb/NPB3.4.tar.gz"
 #: the kit's newest IMB: what a kit given as a whole builds
 KIT_IMB_NEWEST = "sources/intel-mpi-benchmarks/intel-mpi-benchmarks-2021.11.tar.gz"
 KIT_OSU_SHA = "101b6cf4ea6126a8c32cab1dbe59969197944a044b16e6bb9ec828d1a1eb7266"
@@ -52,7 +53,7 @@ def clean_env(monkeypatch, tmp_path):
 def test_kit_tarballs_and_trees_are_found(kit, tmp_path, monkeypatch):
     found = scan(kit)  # the MVAPICH2 tarball beside them is neither suite
     newest = kit / KIT_IMB_NEWEST if (kit / KIT_IMB_NEWEST).exists() else kit / KIT_IMB
-    assert found == {"osu": kit / KIT_OSU, "imb": newest}
+    assert found == {"osu": kit / KIT_OSU, "imb": newest, "npb": kit / KIT_NPB}
     with tarfile.open(kit / KIT_IMB) as tf:
         tf.extractall(tmp_path / "trees", filter="data")
     tree = tmp_path / "trees" / "mpi-benchmarks-IMB-v2021.7"
@@ -63,7 +64,7 @@ def test_kit_tarballs_and_trees_are_found(kit, tmp_path, monkeypatch):
     assert suite_of(renamed) is IMB and suite_of(kit / KIT_OSU) is OSU
     # the first path holding a suite wins; a suite's own variable wins over all
     monkeypatch.setenv("MPIMATRIX_SOURCES", f"{tmp_path / 'trees'}:{kit}")
-    assert configured_sources() == {"imb": tree, "osu": kit / KIT_OSU}
+    assert configured_sources() == {"imb": tree, "osu": kit / KIT_OSU, "npb": kit / KIT_NPB}
     monkeypatch.setenv("MPIMATRIX_IMB_SOURCE", str(renamed))
     assert configured_sources()["imb"] == renamed
     (tmp_path / "empty").mkdir()

@@ -24,6 +24,8 @@ pytestmark = [pytest.mark.mpi]
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 KIT_IMB = "sources/intel-mpi-benchmarks/intel-mpi-benchmarks-2021.7.tar.gz"
 KIT_OSU = "sources/osu-micro-benchmarks/osu-micro-benchmarks-7.4.tar.gz"
+#: Given too, so that no suite lacks a source (NPB's cases are not selected: not built)
+KIT_NPB = "sources/npb/NPB3.4.tar.gz"
 CASES = r"^(ImbCheck%placement=intranode%benchmark=MPI1:PingPong|" \
         r"OsuCheck%placement=intranode%benchmark=latency)$"
 
@@ -99,7 +101,8 @@ def test_main_job_with_the_kit_runs_imb_and_osu_on_the_open_mpi_builds(cache, ki
     only = "^(" + "|".join(re.escape(b.name) for b in open_mpi) + ")$"
     # the two tarballs: the kit as a whole gives its newest IMB, not the 2021.7 built above
     proc = subprocess.run([MPIMATRIX, "run", "--sources", str(kit / KIT_IMB), "--sources",
-                           str(kit / KIT_OSU), "--only", only,
+                           str(kit / KIT_OSU), "--sources", str(kit / KIT_NPB),
+                           "--only", only,
                            "--no-confirm", "--", "-n", CASES],
                           env=env, capture_output=True, text=True, timeout=3600)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

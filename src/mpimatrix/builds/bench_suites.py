@@ -1,4 +1,5 @@
-"""The benchmark suites mpimatrix builds from source for the builds that lack them.
+"""The benchmark suites mpimatrix builds from source for the builds that lack them
+(OSU, IMB, NPB).
 
 Per suite: how a source tree and a release tarball are recognised, the version a
 tree says it is, the shell commands that build and install it with a build's
@@ -15,6 +16,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from .bench_npb import is_npb_tree, npb_commands, npb_tree_version
 
 
 @dataclass(frozen=True)
@@ -151,4 +154,17 @@ IMB = Suite(
                     "acee02cc719a74e6853194576cb7e6bf1fdc74f8971578e1b2141306c3c19477"),
     is_tree=_imb_tree, tree_version=_imb_tree_version, commands=_imb_commands)
 
-SUITES: dict[str, Suite] = {s.name: s for s in (OSU, IMB)}
+# -- NAS Parallel Benchmarks (MPI) -------------------------------------------------------
+# Every kernel and class in one install (bench_npb.py); Spack's npb recipe knows NASA's
+# 3.3.1, 3.4.1 and 3.4.3 (a mirror of another tarball, like the offline kit's, has no
+# upstream checksum: give it with --sources).
+NPB = Suite(
+    name="npb", label="NPB", package="npb",
+    tarball=re.compile(r"^(?:NPB|npb-)(\d[\w.]*?)\.(?:tar|tgz)"),
+    tree_hint="no NPB*-MPI tree with config/make.def.template, sys/setparams.c and IS/",
+    bin_subdir=("bin",), probe="is.S.x",
+    release=Release("3.4.1", "https://www.nas.nasa.gov/assets/npb/NPB3.4.1.tar.gz",
+                    "f3a43467da6e84a829ea869156d3ea86c17932136bb413a4b6dab23018a28881"),
+    is_tree=is_npb_tree, tree_version=npb_tree_version, commands=npb_commands)
+
+SUITES: dict[str, Suite] = {s.name: s for s in (OSU, IMB, NPB)}

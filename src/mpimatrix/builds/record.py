@@ -17,7 +17,7 @@ from .families import FAMILIES, LAUNCHER_STYLES, PMI_WIRES, PROVENANCES
 
 #: Build names become ReFrame environment names and directory names (.cache/osu/<name>).
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,99}")
-SUITES = ("imb", "osu")
+SUITES = ("imb", "npb", "osu")
 #: Devices with no shared-memory transport (MVAPICH2 `fabrics=sock`, MPICH `ch3:sock`):
 #: ranks on one host talk over TCP, and to MPI each rank is a shared-memory node of its
 #: own (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) gives single ranks).

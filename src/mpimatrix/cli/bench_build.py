@@ -1,4 +1,4 @@
-"""`mpimatrix bench-build`: OSU and IMB for the builds that have none, ahead of a
+"""`mpimatrix bench-build`: OSU, IMB and NPB for the builds that have none, ahead of a
 session (the session's fixtures build the same into the same cache). `mpimatrix
 osu-build` is `bench-build --suite osu`."""
 
@@ -46,7 +46,7 @@ def cmd_bench_build(args) -> int:
         return 2
     add_given(args.source or [])
     sources = configured_sources()
-    if not suites:  # the suites the --source paths hold, else both
+    if not suites:  # the suites the --source paths hold, else all
         given = {n for p in args.source or [] for n in scan(Path(p).absolute())}
         suites = [n for n in SUITES if n in given] or list(SUITES)
     failed = []
@@ -82,8 +82,8 @@ def _parser(sub, name: str, suites: list[str], help_: str):
     s = sub.add_parser(name, help=help_)
     if len(suites) > 1:
         s.add_argument("--suite", action="append", choices=sorted(SUITES),
-                       help="osu or imb (repeatable; default: those the --source paths hold, "
-                       "else both)")
+                       help="osu, imb or npb (repeatable; default: those the --source "
+                       "paths hold, else all)")
     s.add_argument("--source", action="append", metavar="PATH",
                    help="an offline kit or mirror folder, a release tarball or a source tree "
                    "(repeatable; default: MPIMATRIX_SOURCES, else the release downloaded "
@@ -92,7 +92,8 @@ def _parser(sub, name: str, suites: list[str], help_: str):
                    help="build name (repeatable; default: every build)")
     s.add_argument("--prefix", help="install elsewhere than the cache (one --build and one "
                    "suite only; discovery then does not see it)")
-    s.add_argument("-j", "--jobs", type=int, default=None, help="make -j (default: cores)")
+    s.add_argument("-j", "--jobs", type=int, default=None,
+                   help="make -j; NPB: kernels built at once (default: cores)")
     s.add_argument("--keep", action="store_true", help="keep the work tree")
     s.add_argument("--force", action="store_true", help="build even when the build has the "
                    "suite already (e.g. from Spack), or has it from this source")
@@ -103,7 +104,7 @@ def _parser(sub, name: str, suites: list[str], help_: str):
 
 
 def register(sub) -> None:
-    _parser(sub, "bench-build", list(SUITES), "build OSU and IMB for each build without "
+    _parser(sub, "bench-build", list(SUITES), "build OSU, IMB and NPB for each build without "
             "them into .cache/<suite>/<build> (what `mpimatrix run --sources` does in the "
             "session)")
     _parser(sub, "osu-build", ["osu"], "bench-build --suite osu")

@@ -35,7 +35,8 @@ def value_label(quantity: str, size: int | None) -> str:
 
 
 #: Units of rates and shares, for values recorded without perf_info.
-HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", SHARE_UNIT, "msg/s", "Msg/sec"}
+HIGHER_IS_BETTER_UNITS = {"MB/s", "GB/s", "Mbytes/sec", SHARE_UNIT, "msg/s", "Msg/sec",
+                          "Mop/s"}
 
 
 class ValueKey(NamedTuple):

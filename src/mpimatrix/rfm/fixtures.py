@@ -21,7 +21,7 @@ from ..builds.bench_install import (
     plan_build,
 )
 from ..builds.bench_sources import SOURCE_ENVS, configured_sources
-from ..builds.bench_suites import IMB, OSU
+from ..builds.bench_suites import IMB, NPB, OSU
 from ..builds.record import BuildRecord
 from ..paths import project_root
 
@@ -145,3 +145,9 @@ class ImbFromSource(BenchFromSource):
     descr = "Intel MPI Benchmarks for the build (built from a source when it has none)"
     valid_prog_environs = ["+imb"]
     suite = IMB
+
+
+class NpbFromSource(BenchFromSource):
+    descr = "NAS Parallel Benchmarks for the build (built from a source when it has none)"
+    valid_prog_environs = ["+npb"]
+    suite = NPB

@@ -1,0 +1,1 @@
+"""NAS Parallel Benchmarks (MPI): the kernels, their output and its sanity."""
