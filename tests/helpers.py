@@ -105,6 +105,28 @@ def require_lmod() -> None:
         pytest.skip(why)
 
 
+def require_programs(*programs: str, package: str) -> dict[str, str]:
+    """Each program's path (PATH, then the folders Debian puts server binaries in); skip
+    naming the Debian package when one is missing, fail instead where
+    MPIMATRIX_REQUIRE_SERVERS=1 (CI, which installs them)."""
+    import shutil
+
+    import pytest
+
+    found = {}
+    for program in programs:
+        path = shutil.which(program) or next(
+            (str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{program}"))),
+            None)
+        if path is None:
+            why = f"{program} is not installed: apt install {package}"
+            if os.environ.get("MPIMATRIX_REQUIRE_SERVERS") == "1":
+                pytest.fail(f"MPIMATRIX_REQUIRE_SERVERS=1 but {why}")
+            pytest.skip(why)
+        found[program] = path
+    return found
+
+
 #: Built from the offline kit when no build has OSU: one build of each family.
 KIT_OSU_BUILDS = ("openmpi-4.1.4-debian", "mpich-4.0.2-debian")
 

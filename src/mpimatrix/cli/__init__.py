@@ -30,6 +30,7 @@ from . import (
     changes,
     cluster,
     diff,
+    metrics,
     modules,
     nightly,
     plan,
@@ -38,6 +39,7 @@ from . import (
     schedule,
     site,
     spack,
+    store,
     validate,
 )
 from .session_args import sessions_from_args  # noqa: F401 (measure/repetition_spread.py imports it here)
@@ -144,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_run)
 
     for module in (bless, changes, diff, accept, cluster, spack, bench_build, report,
-                   validate, modules, prune, site, plan, nightly, schedule):
+                   validate, modules, prune, site, plan, nightly, schedule, metrics, store):
         module.register(sub)
     return p
 

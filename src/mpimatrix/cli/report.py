@@ -4,6 +4,7 @@ stored sessions with its Markdown summary, for people and for mail or a CI log."
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from ..paths import references_dir
@@ -11,11 +12,11 @@ from ..reference_file import ReferenceFileError
 from ..results import summary
 from ..results.measurements import load as load_session
 from ..results.reference_set import ReferenceSet
-from ..results.report import load, make_report, write
+from ..results.report import load, make_report, systems, write
 from ..results.report.cost import PriceError, read_prices
 from ..results.report.screenshot import ScreenshotError, screenshot
 from ..results.sessions import SessionError
-from ..run import session_index
+from ..run import central_store, session_index
 from ..run.nights import (
     confirmations_of,
     disturbed_uuids,
@@ -27,10 +28,30 @@ from ..run.nights import (
 from ..run.report_sessions import ReportSessions, report_sessions
 from ..site.systems import partition_prices
 from .outputs import output_dir, output_name, write_failed
-from .session_args import sessions_from_args, stored_uuids_from_args
+from .session_args import AGE, sessions_from_args, stored_uuids_from_args
+
+
+def cmd_systems(args) -> int:
+    """Systems side by side from the shared store."""
+    names = [n.strip() for n in args.systems.split(",") if n.strip()]
+    if len(names) < 2 or len(set(names)) < len(names):
+        raise SessionError(f"--systems {args.systems!r}: name two or more systems, A,B")
+    since = args.since or "14d"
+    if not AGE.fullmatch(since):
+        raise SessionError(f"--since {since!r}: give an age such as 14d, 12h, 2w or 90m")
+    seconds = int(since[:-1]) * {"m": 60, "h": 3600, "d": 86400, "w": 604800}[since[-1]]
+    by_system = central_store.systems_series(names, time.time() - seconds)
+    empty = [n for n, series in by_system.items() if not series]
+    if empty:
+        raise SessionError(f"no values of {', '.join(empty)} in the shared store in the last "
+                           f"{since} (`mpimatrix store status` lists its systems)")
+    print(systems.text(by_system, args.per_system))
+    return 0
 
 
 def cmd_report(args) -> int:
+    if args.systems:
+        return cmd_systems(args)
     if args.html:  # where it writes, checked before anything is read
         name = output_name(args.name) if args.name is not None else None
         out = output_dir(args.output_dir)
@@ -138,6 +159,12 @@ def register(sub) -> None:
     s.add_argument("--max-heatmaps", type=int, default=12,
                    help="build-vs-baseline heat maps at most, of the builds with the most "
                    "differences (12; 0: every build)")
+    s.add_argument("--systems", metavar="A,B", help="systems side by side from the shared "
+                   "store (monitoring.store_url): each value per system and the ratio to "
+                   "the first, over --since (default 14d)")
+    s.add_argument("--per-system", choices=systems.HOW, default="latest",
+                   help="with --systems: each system's latest value, or the median over "
+                   "the period (default latest)")
     s.add_argument("--screenshot", metavar="PNG", help="also a screenshot of the page's top "
                    "by headless Chromium")
     s.set_defaults(func=cmd_report)

@@ -14,6 +14,7 @@ from ..builds.sources import load_builds
 from ..builds.spack.tool import find_spack
 from ..paths import results_db, results_dir
 from ..run.store_fs import StoreFileSystemError, check_store
+from ..site.perflog import handler_line
 from ..site.systems import REFRAME_CONFIG_ENV, site_systems, systems_dir
 from ..site_settings import EXAMPLE, apply, current
 
@@ -65,6 +66,10 @@ def cmd_site(args) -> int:
         print("\n".join(_systems(socket.gethostname())))
     except BuildError as err:
         problems.append(str(err))
+    print("perflog handlers: mpimatrix's file log (perflogs/ under each system's prefix)"
+          + ("" if settings.perflog else "; the site's: none (monitoring.perflog)"))
+    for handler in settings.perflog:
+        print(f"  {handler_line(handler)}")
     n = settings.nightly
     print(f"nightly: mode {n.mode}" + (f", run {' '.join(n.args)}" if n.args else "")
           + f"; report {n.report_name} over {n.report_since}"

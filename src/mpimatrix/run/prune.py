@@ -3,8 +3,9 @@ test case's bookkeeping, and the JSON report beside it) are kept for a while; ev
 session's values are kept for good in the session index (session_index.py), which is
 what the history, bless, the report and the gate's look back read.
 
-A session is dropped from ReFrame's database only once it is in the index; when the index
-cannot be written nothing is dropped. ReFrame deletes its sessions itself
+A session is dropped from ReFrame's database only once it is in the index (the local file,
+with a shared store too: what goes up to it); when the index cannot be written nothing is
+dropped. ReFrame deletes its sessions itself
 (`--delete-stored-sessions`). The report files, the same sessions again, go after a day;
 the report of `latest` is always kept."""
 
@@ -112,12 +113,12 @@ def prune(keep: float, dry_run: bool = False, now: float | None = None) -> Prune
     cutoff = int((now or time.time()) - keep)  # whole seconds, as ReFrame's period
     stored = reframe_index()  # oldest first
     old = [u for u, start in stored if start < cutoff]
-    indexed = set(session_index.listed())
+    indexed = set(session_index.listed(shared=False))
     for i in range(0, len(old), _CHUNK):
         missing = set(old[i:i + _CHUNK]) - indexed
         if missing and not dry_run:
             session_index.sessions(sorted(missing))
-            indexed = set(session_index.listed())
+            indexed = set(session_index.listed(shared=False))
             if missing - indexed:
                 raise SessionError(f"the session index {session_index.index_path()} cannot be "
                                    "written: nothing was dropped; make it writable")

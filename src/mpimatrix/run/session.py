@@ -35,13 +35,14 @@ from ..results.sessions import SessionError, load_report
 from ..results.software_store import software_dir, store_software
 from ..rfm.inject_spec import injection_for
 from ..site.config import MODES
-from . import machine, progress, session_index
+from . import central_store, machine, progress, session_index
 from .child import GRACE, Interrupted, stop_on_signals
 from .full_disk import DiskFull, drop_partial, guard, low_space
 from .lock import session_locks
 from .machine import LoadMeter
 from .nights import judge_stored, load_record_path, system_of
 from .prune import after_session, retention
+from .publish import publish
 from .reframe_cmd import reframe_cmd
 from .selection import (
     ignored_under_mode,
@@ -259,6 +260,7 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
     the night's verdict's."""
     report = load(load_report(report_file))
     link_latest(report_file)
+    central_store.judge_locally_when_unusable()
     references = ReferenceSet.load(references_dir() / f"{system_of(report)}.yaml")
     confs = confirm(report, mode, confirm_repeats, references, setvar_args(reframe_args))
     if not report.cases:
@@ -267,6 +269,7 @@ def judge_report(report_file: Path, mode: str, confirm_repeats: int,
     if not stored_in_reframe_db(report):
         return NOT_RUN
     night = judge_stored(report, confs, references)
+    publish(report, night)
     print()
     print(summary.format_table(report, night))
     if osu:

@@ -11,7 +11,10 @@ ReFrame's database is where a session is stored first (by `reframe -r`, through
 keeps every session after `mpimatrix prune` has dropped the full copies of the old ones
 from ReFrame's database and the reports folder: the history, bless and the report read
 their values here. A store that cannot be written (a shared, read-only one) is read all
-the same: what is not in the index is then trimmed again on every read."""
+the same: what is not in the index is then trimmed again on every read.
+
+With a shared store (store_db.py, central_store.py) the index is read from PostgreSQL, the
+sessions of this system; what is written goes to the local file first, then up."""
 
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ from ..results.history import Series, series_of
 from ..results.measurements import Session, load
 from ..results.session_summary import SessionSummary, summarise
 from ..results.sessions import SessionError, session_info
-from . import value_index
+from . import central_store, value_index
+from .store_db import ERRORS, PgConnection
 
 #: test case fields ReFrame records for its own bookkeeping, which nothing in mpimatrix
 #: reads (tests/test_session_index.py: a session and its trimmed copy give the same
@@ -56,7 +60,7 @@ def unreadable(why: str) -> SessionError:
 
 
 def index_path() -> Path:
-    return results_db().parent / "sessions-index.db"
+    return central_store.local_path()
 
 
 def trimmed(session: dict) -> dict:
@@ -82,8 +86,18 @@ def _start(session: dict) -> float:
 
 
 @contextlib.contextmanager
-def _connect(write: bool) -> Iterator[sqlite3.Connection | None]:
-    """The index (None when it does not exist and cannot be made)."""
+def _connect(write: bool, shared: bool = True
+             ) -> Iterator[sqlite3.Connection | PgConnection | None]:
+    """The index (None when it does not exist and cannot be made): the shared store when
+    one is set and answers (unless `shared` is False), else the local file."""
+    pg = central_store.reading() if shared else None
+    if pg is not None:
+        try:
+            with pg:
+                yield pg
+        finally:
+            pg.close()
+        return
     path = index_path()
     try:
         if write:
@@ -120,8 +134,9 @@ def _add_values(sessions: list[dict]) -> bool:
 
 
 def _write(sessions: list[dict], rows: list[tuple]) -> bool:
+    """Into the local file, then (when one is read) the shared store."""
     try:
-        with _connect(write=True) as conn:
+        with _connect(write=True, shared=False) as conn:
             if conn is None:
                 return False
             conn.executemany("INSERT OR REPLACE INTO sessions VALUES(?, ?, ?, ?)", rows)
@@ -129,14 +144,14 @@ def _write(sessions: list[dict], rows: list[tuple]) -> bool:
                 value_index.write(conn, load(s))
     except sqlite3.Error:
         return False
-    return True
+    return central_store.upload([s["session_info"]["uuid"] for s in sessions])
 
 
 def _held(uuids: list[str]) -> dict[str, tuple[int, float, dict]]:
     try:
         with _connect(write=False) as conn:
             return value_index.held(conn, uuids) if conn is not None else {}
-    except (sqlite3.Error, ValueError):
+    except (*ERRORS, ValueError):
         return {}
 
 
@@ -165,7 +180,7 @@ def values(uuids: list[str]) -> tuple[list[Series], dict[str, Session]]:
     try:
         with _connect(write=False) as conn:
             series = value_index.read(conn, [sid for sid, _, _ in held.values()]) if conn else []
-    except (sqlite3.Error, ValueError) as err:
+    except (*ERRORS, ValueError) as err:
         raise SessionError(f"the session index {index_path()} cannot be read ({err}): it "
                            "holds the only copy of pruned sessions; restore it from a "
                            "backup, or check it with sqlite3 (PRAGMA integrity_check)") from None
@@ -182,7 +197,7 @@ def summaries(uuids: list[str]) -> list[SessionSummary]:
         with _connect(write=False) as conn:
             kept = value_index.summaries(conn, [sid for sid, _, _ in held.values()]) \
                 if conn else {}
-    except (sqlite3.Error, ValueError):
+    except (*ERRORS, ValueError):
         kept = {}
     out = {u: kept[held[u][0]] for u in uuids if u in held and held[u][0] in kept}
     for u in uuids:
@@ -191,27 +206,32 @@ def summaries(uuids: list[str]) -> list[SessionSummary]:
                 session = load(raw)
                 out[u] = summarise(session)
                 if u in held:  # a session not in the index has no row to keep it in
-                    _keep_summary(held[u][0], out[u])
+                    _keep_summary(u, out[u])
     return [out[u] for u in uuids if u in out]
 
 
-def _keep_summary(row_id: int, summary: SessionSummary) -> None:
+def _keep_summary(uuid: str, summary: SessionSummary) -> None:
     try:
         with _connect(write=True) as conn:
-            if conn is not None:
-                value_index.write_summary(conn, row_id, summary)
-    except sqlite3.Error:
+            row = value_index.held(conn, [uuid]).get(uuid) if conn is not None else None
+            if row is not None:
+                value_index.write_summary(conn, row[0], summary)
+    except (*ERRORS, ValueError):
         pass  # a read-only store: summarised again next time
 
 
-def listed() -> dict[str, tuple[float, str]]:
-    """UUID -> (start, the session it confirms) of every session in the index."""
+def listed(shared: bool = True) -> dict[str, tuple[float, str]]:
+    """UUID -> (start, the session it confirms) of every session in the index (of this
+    system's in a shared store; `shared` False: the local file's)."""
     try:
-        with _connect(write=False) as conn:
-            if conn is None:
+        with _connect(write=False, shared=shared) as conn:
+            systems = getattr(conn, "systems", None)
+            if conn is None or systems == ():
                 return {}
-            rows = conn.execute("SELECT uuid, start, confirms FROM sessions").fetchall()
-    except sqlite3.Error:
+            where = f" WHERE system IN ({','.join('?' * len(systems))})" if systems else ""
+            rows = conn.execute("SELECT uuid, start, confirms FROM sessions" + where,
+                                systems or ()).fetchall()
+    except ERRORS:
         return {}
     return {u: (float(t or 0.0), c or "") for u, t, c in rows}
 
@@ -229,7 +249,7 @@ def indexed(uuids: list[str]) -> dict[str, dict]:
                 for u, blob in conn.execute(
                         f"SELECT uuid, data FROM sessions WHERE uuid IN ({marks})", chunk):
                     out[u] = _unpack(blob)
-    except (sqlite3.Error, zlib.error, ValueError):
+    except (*ERRORS, zlib.error, ValueError):
         return out
     return out
 

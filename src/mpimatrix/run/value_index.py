@@ -60,9 +60,7 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
                         json.dumps(metas))).lastrowid
     keys = {_key(s): s for s in series}
     ids = _name_ids(conn, list(keys))
-    conn.executemany("INSERT INTO value_names(key, build, benchmark, placement, var, head) "
-                     "VALUES(?, ?, ?, ?, ?, ?)",
-                     [(k, s.build, s.check, s.placement, s.var, _head(s))
+    _add_names(conn, [(k, s.build, s.check, s.placement, s.var, _head(s))
                       for k, s in keys.items() if k not in ids])
     ids = _name_ids(conn, list(keys))
     rows = []
@@ -72,6 +70,44 @@ def write(conn: sqlite3.Connection, session: Session) -> None:
                      meta_at[(p.lock_sha256, p.build_hash, p.injected)]))
     conn.executemany("INSERT INTO value_points VALUES(?, ?, ?, ?, ?, ?)", rows)
     write_summary(conn, sid, summarise(session))
+
+
+def _add_names(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+    # ignored when there (a shared store's other writer added it meanwhile); in key
+    # order, so two writers wait for each other's names in one order
+    conn.executemany("INSERT OR IGNORE INTO value_names(key, build, benchmark, placement, "
+                     "var, head) VALUES(?, ?, ?, ?, ?, ?)", sorted(rows))
+
+
+def copy(src: sqlite3.Connection, dst: sqlite3.Connection, uuid: str) -> bool:
+    """Keep in `dst` the values `src` keeps of a session, row for row (replacing what
+    `dst` kept of it); False when `src` keeps none."""
+    row = src.execute("SELECT id, start, info, metas FROM value_sessions WHERE uuid = ?",
+                      (uuid,)).fetchone()
+    if row is None:
+        return False
+    old = dst.execute("SELECT id FROM value_sessions WHERE uuid = ?", (uuid,)).fetchone()
+    if old:
+        for table in ("value_points", "value_summaries"):
+            dst.execute(f"DELETE FROM {table} WHERE session = ?", (old[0],))
+        dst.execute("DELETE FROM value_sessions WHERE id = ?", (old[0],))
+    sid = dst.execute("INSERT INTO value_sessions(uuid, start, info, metas) VALUES(?, ?, ?, ?)",
+                      (uuid, *row[1:])).lastrowid
+    points = src.execute("SELECT n.key, n.build, n.benchmark, n.placement, n.var, n.head, "
+                         "p.value, p.samples, p.failed, p.meta FROM value_points p JOIN "
+                         "value_names n ON n.id = p.name WHERE p.session = ?",
+                         (row[0],)).fetchall()
+    keys = [p[0] for p in points]
+    ids = _name_ids(dst, keys)
+    _add_names(dst, [p[:6] for p in points if p[0] not in ids])
+    ids = _name_ids(dst, keys)
+    dst.executemany("INSERT INTO value_points VALUES(?, ?, ?, ?, ?, ?)",
+                    [(sid, ids[p[0]], *p[6:]) for p in points])
+    summary = src.execute("SELECT summary FROM value_summaries WHERE session = ?",
+                          (row[0],)).fetchone()
+    if summary:
+        dst.execute("INSERT OR REPLACE INTO value_summaries VALUES(?, ?)", (sid, summary[0]))
+    return True
 
 
 def write_summary(conn: sqlite3.Connection, sid: int, summary: SessionSummary) -> None:

@@ -14,6 +14,7 @@ import os
 import shlex
 import sys
 
+from .. import site_settings
 from ..builds.lmod import INSTALL as LMOD_INSTALL
 from ..builds.lmod import lmod_cmd, lmod_init
 from ..builds.record import BuildError, BuildRecord
@@ -23,6 +24,7 @@ from ..rfm.fixtures import OSU_SOURCE_ENV
 from ..rfm.launchers import BUILD_MPIEXEC
 from ..shell import shell_value
 from .partitions import keep_partitions
+from .perflog import perflog_handlers
 from .systems import site_systems
 
 PERFLOG_FORMAT = (
@@ -170,7 +172,7 @@ def build_config(buildset: BuildSet | None = None, extra_systems: list[dict] | N
                 "format": PERFLOG_FORMAT,
                 "format_perfvars": PERFVAR_FORMAT,
                 "append": True,
-            }],
+            }, *perflog_handlers(site_settings.current().perflog, buildset.builds)],
             "handlers": [
                 {"type": "stream", "name": "stdout", "level": "info",
                  "format": "%(message)s"},
