@@ -105,13 +105,22 @@ def require_lmod() -> None:
         pytest.skip(why)
 
 
+def skip_or_fail(why: str) -> None:
+    """Skip saying why; fail instead where MPIMATRIX_REQUIRE_SERVERS=1 (CI, which installs
+    the servers the tests start)."""
+    import pytest
+
+    if os.environ.get("MPIMATRIX_REQUIRE_SERVERS") == "1":
+        pytest.fail(f"MPIMATRIX_REQUIRE_SERVERS=1 but {why}")
+    pytest.skip(why)
+
+
 def require_programs(*programs: str, package: str) -> dict[str, str]:
     """Each program's path (PATH, then the folders Debian puts server binaries in); skip
     naming the Debian package when one is missing, fail instead where
     MPIMATRIX_REQUIRE_SERVERS=1 (CI, which installs them)."""
     import shutil
 
-    import pytest
 
     found = {}
     for program in programs:
@@ -119,10 +128,7 @@ def require_programs(*programs: str, package: str) -> dict[str, str]:
             (str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{program}"))),
             None)
         if path is None:
-            why = f"{program} is not installed: apt install {package}"
-            if os.environ.get("MPIMATRIX_REQUIRE_SERVERS") == "1":
-                pytest.fail(f"MPIMATRIX_REQUIRE_SERVERS=1 but {why}")
-            pytest.skip(why)
+            skip_or_fail(f"{program} is not installed: apt install {package}")
         found[program] = path
     return found
 

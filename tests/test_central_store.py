@@ -7,88 +7,32 @@ that is down during a night, which then goes up with `mpimatrix store sync`."""
 from __future__ import annotations
 
 import json
-import os
-import pwd
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
+from postgres_server import PASSWORD, free_port, new_database, postgres_server
 from stored_db import store
 from test_session_index import MPIMATRIX, _env, _mpimatrix, _stored_nights
 
 from mpimatrix.results.measurements import load
 from mpimatrix.run import central_store, store_db
 
-PG_BIN = Path(os.environ.get("MPIMATRIX_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
-PASSWORD = "s3cret-test"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _as_server_user() -> tuple[list[str], int]:
-    """The command prefix that runs PostgreSQL's programs unprivileged (it refuses root),
-    and that user's uid."""
-    if os.geteuid() != 0:
-        return [], os.geteuid()
-    nobody = pwd.getpwnam("nobody")
-    return ["setpriv", f"--reuid={nobody.pw_uid}", f"--regid={nobody.pw_gid}",
-            "--clear-groups"], nobody.pw_uid
-
 
 @pytest.fixture(scope="module")
 def server():
     """A PostgreSQL cluster with password authentication over TCP: (host, port)."""
-    if not (PG_BIN / "initdb").exists():
-        pytest.skip(f"PostgreSQL's server programs are not in {PG_BIN} (Debian: apt-get "
-                    "install postgresql-15; or MPIMATRIX_TEST_PG_BIN)")
-    pytest.importorskip("psycopg", reason="the PostgreSQL driver (pyproject.toml) is not "
-                        "installed: .venv/bin/pip install -e .")
-    prefix, uid = _as_server_user()
-    if prefix and not shutil.which("setpriv"):
-        pytest.skip("running as root without setpriv: PostgreSQL refuses to run as root")
-    base = Path(tempfile.mkdtemp(prefix="mpm-pg-"))  # short: a socket path
-    os.chown(base, uid, -1)
-    pwfile = base / "pw"
-    pwfile.write_text(PASSWORD + "\n")
-    os.chown(pwfile, uid, -1)
-    port = _free_port()
-    run = dict(check=True, capture_output=True, text=True, timeout=120)
-    subprocess.run([*prefix, str(PG_BIN / "initdb"), "-D", str(base / "data"), "-U",
-                    "mpimatrix", f"--pwfile={pwfile}", "--auth=scram-sha-256", "-E", "UTF8",
-                    "--no-sync"], **run)
-    opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
-    subprocess.run([*prefix, str(PG_BIN / "pg_ctl"), "-D", str(base / "data"), "-o", opts,
-                    "-l", str(base / "log"), "-w", "start"], **run)
-    try:
-        yield "127.0.0.1", port
-    finally:
-        subprocess.run([*prefix, str(PG_BIN / "pg_ctl"), "-D", str(base / "data"), "-m",
-                        "immediate", "stop"], capture_output=True, timeout=120)
-        shutil.rmtree(base, ignore_errors=True)
+    with postgres_server() as address:
+        yield address
 
 
 @pytest.fixture
 def database(server, request, monkeypatch):
     """A new database of the cluster for the test: its URL (the password in PGPASSWORD)."""
-    import psycopg  # the server fixture skips without it
-
-    host, port = server
     monkeypatch.setenv("PGPASSWORD", PASSWORD)
-    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name)[:50].lower()
-    with psycopg.connect(f"postgresql://mpimatrix@{host}:{port}/postgres",
-                         autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgresql://mpimatrix@{host}:{port}/{name}"
+    return new_database(server, request.node.name)
 
 
 def test_the_index_statements_in_postgresql_words():
@@ -283,7 +227,7 @@ def test_a_night_the_database_is_down_is_judged_alike_and_goes_up_later(
 
     plain = _checkout(tmp_path / "plain", nights)
     expected = _judge(plain, night_of(plain))
-    down = f"postgresql://mpimatrix@127.0.0.1:{_free_port()}/x"
+    down = f"postgresql://mpimatrix@127.0.0.1:{free_port()}/x"
     results = _checkout(tmp_path / "r", nights)
     judged = _judge(results, night_of(results), MPIMATRIX_STORE_URL=down,
                     MPIMATRIX_SYSTEM_NAME="clusterA")
