@@ -23,6 +23,9 @@ from .record import BuildRecord
 #: The job went on after the program had printed all of its results and was cancelled
 #: (or ran into its time limit): a hang on the way out, in MPI_Finalize.
 HANG_AFTER_RESULTS = "hang-after-results"
+#: The MPI-IO layer asked the file system for an fcntl lock and got none (ROMIO's "File
+#: locking failed in ADIOI_..."), and aborted (reframe_checks/mpiio.py).
+FILE_LOCKS_REFUSED = "file-locks-refused"
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,29 @@ KNOWN_FAULTS: tuple[KnownFault, ...] = (
                         "PMI barrier's read, the other in ucp_worker_progress waiting for "
                         "its disconnect); no UCX setting helped. docs/cluster.md, "
                         "'Known MPI hangs and crashes'"),
+    KnownFault(FILE_LOCKS_REFUSED,
+               "ROMIO, MPICH's MPI-IO, locks the byte range of a data-sieving write (a "
+               "noncontiguous write it turns into read-modify-write: a strided file view "
+               "on one file per process) with fcntl, and aborts on a file system that "
+               "gives no fcntl locks (NFS without lockd, Lustre without flock): a limit "
+               "of the site's file system for MPICH's MPI-IO (hint romio_ds_write=disable "
+               "avoids the lock); Open MPI's OMPIO writes the same without locks",
+               family="mpich", mpi_version=r"(4\.0|5\.0)\.",
+               evidence="Debian mpich 4.0.2-3 and the PyPI mpich 5.0.2 wheel on a FUSE "
+                        "file system whose fcntl locks fail with ENOLCK "
+                        "(tests/fixtures/mpiio/nolockfs.py), 2026-12-06: perfile-strided "
+                        "aborted in ADIOI_GEN_SetLock, the other five ways of writing "
+                        "passed; Open MPI 4.1.4 and 5.0.11 passed all six (docs/mpiio.md)"),
+    KnownFault(FILE_LOCKS_REFUSED,
+               "Intel MPI's ROMIO locks every MPI-IO write with fcntl, contiguous ones too "
+               "(ADIOI_GEN_SetLockDirect64), and aborts on a file system that gives no "
+               "fcntl locks (NFS without lockd, Lustre without flock): a limit of the "
+               "site's file system for Intel MPI's MPI-IO",
+               family="impi", mpi_version=r"2021\.",
+               evidence="the PyPI impi 2021.18.1 wheel on the FUSE file system without "
+                         "locks (tests/fixtures/mpiio/nolockfs.py), 2026-12-06: all four "
+                         "MPI-IO ways of writing (shared and perfile, contiguous and "
+                         "strided) aborted, gather (POSIX) passed (docs/mpiio.md)"),
 )
 
 

@@ -319,9 +319,10 @@ class Session:
 
 
 def fixture_kind(tc: dict) -> str:
-    """What a fixture test case did: 'probe' (ProbeBuild), else 'bench' (a build of OSU or
-    IMB for a build without one)."""
-    return "probe" if str(tc.get("name", "")).startswith("ProbeBuild") else "bench"
+    """What a fixture test case did: 'probe' (ProbeBuild, MpiioBenchBuild: the project's
+    own programs), else 'bench' (a build of OSU or IMB for a build without one)."""
+    own = ("ProbeBuild", "MpiioBenchBuild")
+    return "probe" if str(tc.get("name", "")).startswith(own) else "bench"
 
 
 def load(data: dict) -> Session:
