@@ -33,7 +33,10 @@ def test_the_plan_of_the_quick_mode_here(tmp_path, buildset):
     assert "partition default: scheduler local, launcher build-mpiexec" in out
     total = int(re.search(r"mode quick: (\d+) test case\(s\)", out)[1])
     per_check = [int(n) for n in re.findall(r"^  \w+Check\s+(\d+) on", out, re.M)]
-    placements = [int(n) for n in re.findall(r"intranode \((\d+)\)", out)]
+    # every placement of the partition: intranode, and the one- and four-rank runs NPB's
+    # BT and SP need
+    lines = re.findall(r"^  placements on \S+: (.*)$", out, re.M)
+    placements = [int(n) for ln in lines for n in re.findall(r"\((\d+)\)", ln)]
     assert total == sum(per_check) == sum(placements) > 0, out
     n = len(buildset.builds)
     assert re.search(rf"^  MpiPlacementCheck\s+{n} on {n} build\(s\)$", out, re.M), out

@@ -391,9 +391,12 @@ def test_imb_pingpong_internode_mpich_abi(vcluster, buildset, tmp_path):
         "--system", "vcluster:compute", "-r")
     assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
     cases = _settled_cases(report)
-    assert {tc["environ"] for tc in cases} == abi
+    # every MPICH-ABI build with IMB; a build whose IMB an earlier run built into the
+    # project's cache (run-local.sh with the kit builds it for Open MPI) runs too
+    envs = {tc["environ"] for tc in cases}
+    assert abi <= envs <= {b.environ_name for b in buildset.builds}, envs
     for tc in (tc for tc in cases if not _known_fault(tc)):
-        assert tc["result"] == "pass", tc["fail_reason"]
+        assert tc["result"] == "pass", (tc["environ"], tc["fail_reason"])
         assert tc["job_nodelist"] == ["node1", "node2"]
         # The 4 MiB messages alone are > 80 MB both ways: internode traffic left node1.
         assert tc["net_bytes"] > 80_000_000, tc["net_bytes"]
