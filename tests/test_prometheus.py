@@ -1,4 +1,4 @@
-"""Each night's values and verdicts in Prometheus (results/openmetrics.py, `mpimatrix
+"""Each night's values and verdicts in Prometheus (results/prometheus_text.py, `mpimatrix
 metrics`, run/metrics_textfile.py) and the alert rules (site_config/monitoring).
 
 The nights are those of tests/test_night_verdict.py: recorded quick sessions of a quiet
@@ -30,7 +30,7 @@ from mpimatrix.paths import references_dir, results_db
 from mpimatrix.reference_file import stats_path
 from mpimatrix.results.measurements import load
 from mpimatrix.results.night_verdict import Verdict
-from mpimatrix.results.openmetrics import VALUE_STATUS, Family, escape_label, exposition
+from mpimatrix.results.prometheus_text import VALUE_STATUS, Family, escape_label, exposition
 from mpimatrix.results.statistics import best
 from mpimatrix.results.status import Status
 from mpimatrix.run.metrics_textfile import ENV, write_night

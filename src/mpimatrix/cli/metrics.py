@@ -1,5 +1,5 @@
 """`mpimatrix metrics`: a stored night, judged as `mpimatrix run` judged it, as Prometheus
-metrics (results/openmetrics.py): to a text file for node-exporter's textfile collector,
+metrics (results/prometheus_text.py): to a text file for node-exporter's textfile collector,
 to stdout, or served on /metrics (docs/prometheus.md)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from ..results.measurements import Session
 from ..results.measurements import load as load_session
 from ..results.night import Night
-from ..results.openmetrics import exposition, night_families
+from ..results.prometheus_text import exposition, night_families
 from ..results.sessions import SessionError
 from ..run.metrics_textfile import write_textfile
 from ..run.nights import confirmations_of, judge_stored, system_of

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..atomic import atomic_write
 from ..results.measurements import Session
 from ..results.night import Night
-from ..results.openmetrics import exposition, night_families, series_count
+from ..results.prometheus_text import exposition, night_families, series_count
 
 ENV = "MPIMATRIX_METRICS_TEXTFILE"
 
