@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -94,7 +95,8 @@ def test_kit_rows_are_installed(kit_env):
     for n in lock.nodes.values():
         versions.setdefault(n.name, set()).add(n.version)
     assert versions["osu-micro-benchmarks"] == {"7.4-kit"}
-    assert versions["intel-mpi-benchmarks"] == {"2021.7"}
+    assert versions["intel-mpi-benchmarks"] == {"2021.11-kit"}  # the kit's newest
+    assert versions["npb"] == {"3.4-kit"}
     assert versions["mvapich2"] == {"2.3.7-1-kit"}
     assert versions["openmpi"] == {"4.1.4"} and versions["mpich"] == {"4.0.2"}  # Debian's
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
@@ -106,7 +108,8 @@ def test_kit_rows_are_installed(kit_env):
     n = len(CI_ROWS)
     assert found.count("mpimatrix-benchmarks@1.0") == n, found
     assert found.count("osu-micro-benchmarks@7.4-kit") == n, found
-    assert found.count("intel-mpi-benchmarks@2021.7") == n, found
+    assert found.count("intel-mpi-benchmarks@2021.11-kit") == n, found
+    assert found.count("npb@3.4-kit") == 1, found  # on the Open MPI external
     assert any(line.startswith("mvapich2@2.3.7-1-kit ") and " fabrics=nemesis " in line
                for line in found.splitlines()), found
 
@@ -140,6 +143,41 @@ def test_activate_then_reframe_r_runs_placement_imb_osu_on_every_kit_build(
         assert len(tc["build_hash"]) == 32 and tc["build_spec"], tc["display_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
     _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
+
+
+#: NPB class S, every kernel, on the Open MPI external row (the one CI_ROWS gives NPB):
+#: the powers-of-two kernels on 2 ranks, BT and SP (squares) on 1.
+NPB_CASES = (r"^NpbCheck%placement=intranode%kernel=(IS|EP|CG|FT|MG|LU)%npb_class=S$|"
+             r"^NpbCheck%placement=1x1%kernel=(BT|SP)%npb_class=S$")
+
+
+def test_activate_then_reframe_runs_the_spack_built_npb_and_verifies_every_kernel(
+        kit_env, request, tmp_path):
+    got = _activated(kit_env["spack"], kit_env["env_dir"], tmp_path / "out",
+                     f"-r --mode=full -t npb -n {shlex.quote(NPB_CASES)}")
+    results = [line for line in got["stdout"].splitlines() if line.startswith("[  ")]
+    _say(request, "\n`spack env activate <kit env>; reframe -r --mode=full -t npb`: rc "
+         + got["rc"].strip() + "\n" + "\n".join(results)[-3000:])
+    assert got["rc"].strip() == "0", got["stdout"][-4000:] + got["stderr"][-3000:]
+    cases = _session_cases(tmp_path / "out" / "results")
+    npb_node = next(n for n in read_lock(kit_env["lock"]).nodes.values() if n.name == "npb")
+    ran = {}
+    for tc in cases:
+        if not tc["display_name"].startswith("NpbCheck"):
+            continue
+        assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
+        assert tc["build_name"] == BUILDS[0], tc["build_name"]
+        assert tc["npb_version"] == "3.4-kit (spack)", tc["npb_version"]
+        assert tc["npb_summary"]["verification"] == "SUCCESSFUL", tc["npb_summary"]
+        ran[tc["benchmark"]] = tc
+    assert sorted(ran) == sorted(f"{k}.S" for k in ("IS", "EP", "CG", "FT", "MG", "LU",
+                                                     "BT", "SP")), sorted(ran)
+    # the programs are Spack's install of npb (nothing built from the kit's source)
+    for name, tc in ran.items():
+        kernel, cls = name.split(".")
+        assert tc["executable"].endswith(f"/npb-3.4-kit-{npb_node.hash}/bin/"
+                                         f"{kernel.lower()}.{cls}.x"), (
+            name, tc["executable"])
 
 
 def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str]) -> None:
@@ -352,7 +390,7 @@ def test_cluster_loads_the_kit_modules_inside_the_slurm_jobs(kit_modules, reques
 
 #: The kit rows with one dependency changed: the MVAPICH2 row's IMB built with -O3.
 CHANGED_ROWS = (*CI_ROWS[:2], CI_ROWS[2] + " ^intel-mpi-benchmarks cflags=-O3", *CI_ROWS[3:])
-MVAPICH2_IMB = "intel-mpi-benchmarks@2021.7 (spack): cflags (none) -> -O3"
+MVAPICH2_IMB = "intel-mpi-benchmarks@2021.11-kit (spack): cflags (none) -> -O3"
 # The three builds the sessions run (three give the gate its host factor and whole-build
 # verdicts).
 IMB_INTRANODE = ["--only", r"^(openmpi-4\.1\.4-ext|mpich-4\.0\.2-ext|mvapich2-)", "--",

@@ -78,18 +78,24 @@ def test_seed_002_combinations(env):
                for s in mpis)
 
 
-def test_both_benchmarks_on_each_mpi_in_one_root(env):
+def test_every_suite_on_each_mpi_in_one_root(env):
     """One root per MPI x fabric x compiler: the project's bundle package depends on
-    both suites, so each MPI build is concretized once, with OSU and IMB on it."""
+    the suites, so each MPI build is concretized once, with OSU and IMB (and NPB where
+    the MPI has Fortran bindings: the site's) on it."""
     assert _definitions(env)["benchmarks"] == ["mpimatrix-benchmarks"]
+    assert _definitions(env)["benchmarks_npb"] == ["mpimatrix-benchmarks+npb"]
     matrices = [m["matrix"] for m in env["specs"] if isinstance(m, dict)]
     assert [["$benchmarks"], ["$^mpis"], ["$compilers"]] in matrices
-    assert [["$benchmarks"], ["$^site_mpis"], ["$compilers"]] in matrices
+    assert [["$benchmarks_npb"], ["$^site_mpis"], ["$compilers"]] in matrices
+    # the built MPIs have no Fortran bindings, which NPB's Fortran kernels need
+    assert all("~fortran" in m for m in _definitions(env)["mpis"]
+               if m.startswith(("openmpi", "mpich")))
     bundle = (ROOT / "packages/spack_repo/mpimatrix/packages/mpimatrix_benchmarks/package.py"
               ).read_text()
     assert "class MpimatrixBenchmarks(BundlePackage)" in bundle
     for dep in ('depends_on("mpi")', 'depends_on("osu-micro-benchmarks", when="+osu")',
-                'depends_on("intel-mpi-benchmarks+mpi1+p2p+nbc+rma~ext~io~mt", when="+imb")',
+                'depends_on("intel-mpi-benchmarks+mpi1+p2p+nbc+rma+ext+io~mt", when="+imb")',
+                'depends_on("npb implementation=mpi", when="+npb")',
                 'depends_on("c", type="build")', 'depends_on("cxx", type="build")'):
         assert dep in bundle
 

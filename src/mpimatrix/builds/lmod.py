@@ -38,7 +38,7 @@ NOT_LOADED = 97
 #: what the probe prints after loading, one `key=value` block per question
 PROBE = r"""
 echo "path_after=$PATH"
-for t in mpicc mpiexec mpirun osu_latency IMB-MPI1; do echo "which_$t=$(command -v $t)"; done
+for t in mpicc mpiexec mpirun osu_latency IMB-MPI1 is.S.x; do echo "which_$t=$(command -v $t)"; done
 # the wrapper's own: Debian's /usr/bin/mpichversion answers whichever MPI is loaded
 echo "@@mpichversion"; "$(dirname "$(command -v mpicc)")/mpichversion" 2>/dev/null | head -5
 echo "@@mpirun"; mpirun --version 2>&1 | head -3
@@ -175,7 +175,7 @@ def _bench_installs(benches: list[str], probe: dict[str, str], added: set[str],
     if not benches:
         return {}
     out = {}
-    for suite, binary in (("osu", "osu_latency"), ("imb", "IMB-MPI1")):
+    for suite, binary in (("osu", "osu_latency"), ("imb", "IMB-MPI1"), ("npb", "is.S.x")):
         path = probe.get(f"which_{binary}", "")
         if not path or str(Path(path).parent) not in added:
             continue
@@ -194,10 +194,11 @@ def _bench_installs(benches: list[str], probe: dict[str, str], added: set[str],
 
 
 def _suite_of_module(module: str) -> str:
-    """'osu' or 'imb' by a module's name (osu-micro-benchmarks/7.4, imb/2021.7), or ''."""
+    """'osu', 'imb' or 'npb' by a module's name (osu-micro-benchmarks/7.4, imb/2021.7,
+    npb/3.4-kit), or ''."""
     name = module.lower()
     return "osu" if "osu" in name else "imb" if "imb" in name or "mpi-benchmarks" in name \
-        else ""
+        else "npb" if "npb" in name else ""
 
 
 def _sections(out: str) -> dict[str, str]:

@@ -35,7 +35,7 @@ from .tool import env_copy
 #: The name the binary mirror has in the scopes written here.
 MIRROR_NAME = "mpimatrix-buildcache"
 #: What the row's role is called in reports, per package.
-ROLES = {"osu-micro-benchmarks": "OSU", "intel-mpi-benchmarks": "IMB",
+ROLES = {"osu-micro-benchmarks": "OSU", "intel-mpi-benchmarks": "IMB", "npb": "NPB",
          "mpimatrix-benchmarks": "bundle"}
 OSU_LATENCY = "libexec/osu-micro-benchmarks/mpi/pt2pt/osu_latency"
 

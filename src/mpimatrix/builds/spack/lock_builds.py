@@ -7,7 +7,7 @@ spec so that a person can tell the builds apart, e.g.
     mpich-4.3.2-ch3-tcp-llvm14     mpich device=ch3 netmod=tcp, built with llvm 14
     openmpi-4.1.4-ext-gcc12        an external (Debian) Open MPI, benchmarks by gcc 12
 
-The benchmark installs (osu-micro-benchmarks, intel-mpi-benchmarks) whose `mpi`
+The benchmark installs (osu-micro-benchmarks, intel-mpi-benchmarks, npb) whose `mpi`
 dependency is that MPI node are attached to it. An external MPI has no compiler
 of its own: its benchmarks' compiler decides the toolchain, so an external used
 by gcc- and llvm-built benchmarks gives one record per compiler.
@@ -46,7 +46,7 @@ from .spec_naming import (
 )
 from .tool import find_spack
 
-BENCHMARK_SUITES = {"osu-micro-benchmarks": "osu", "intel-mpi-benchmarks": "imb"}
+BENCHMARK_SUITES = {"osu-micro-benchmarks": "osu", "intel-mpi-benchmarks": "imb", "npb": "npb"}
 #: the variables a record sets from its MPI's prefix (a module of the MPI sets its own)
 PREFIX_VARIABLES = ("PATH", "LD_LIBRARY_PATH", "I_MPI_ROOT")
 

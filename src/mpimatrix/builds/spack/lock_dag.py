@@ -33,7 +33,7 @@ def node_facts(lock: Lock, node: Node) -> dict[str, str]:
     return facts
 
 
-BENCHMARK_PACKAGES = ("osu-micro-benchmarks", "intel-mpi-benchmarks")
+BENCHMARK_PACKAGES = ("osu-micro-benchmarks", "intel-mpi-benchmarks", "npb")
 
 
 def build_roots(lock: Lock, mpi_hash: str, compiler: str = "") -> list[str]:
