@@ -8,6 +8,11 @@ which the ImbFromSource fixture builds once per build from the configured source
 (`mpimatrix run --sources`, MPIMATRIX_SOURCES or MPIMATRIX_IMB_SOURCE). One test
 case per benchmark and placement, so that one benchmark dying never loses the
 others' results.
+
+IMB-EXT (one-sided MPI-2: Unidir/Bidir Put and Get, Accumulate, Window) and IMB-IO
+(MPI-IO: S_/P_/C_ Write and Read; its files in the stage directory) run in the full
+profile only (tags imb-ext, imb-io). The Intel MPI wheel has neither program: its
+builds' cases are skipped, saying so and what gives the program.
 """
 
 import os
@@ -25,12 +30,13 @@ from reframe.core.builtins import (
     variable,
 )
 
+from mpimatrix.builds.bench_install import PROVENANCE
 from mpimatrix.rfm.build_check import BuildCheck
 from mpimatrix.rfm.fixtures import ImbFromSource, ProbeBuild
 from mpimatrix.rfm.perf import CataloguePerformance
 from mpimatrix.suites.common import metric_value
 from mpimatrix.suites.imb import output as imb_output
-from mpimatrix.suites.imb.catalogue import BY_KEY, CATALOGUE, ITERATIONS, SIZES
+from mpimatrix.suites.imb.catalogue import BY_KEY, CATALOGUE, SIZES
 from mpimatrix.suites.imb.sanity import imb_curve, imb_result_problems
 
 
@@ -59,7 +65,9 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
     def select_benchmark(self):
         self.bench = BY_KEY[self.benchmark]
         self.ref_key = f"{self.benchmark}@{self.placement.name}"
-        self.tags |= {"imb", self.bench.suite.lower()}
+        suite = self.bench.suite.lower()
+        # IMB-EXT and IMB-IO: imb-ext, imb-io (a bare "io" would be MPI-IO's mpiio too)
+        self.tags |= {"imb", f"imb-{suite}" if suite in ("ext", "io") else suite}
         if self.bench.quick:
             self.tags.add("quick")
         ranks = self.placement.ranks
@@ -73,15 +81,37 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         version = self.imb.bench_version or imb.version
         self.imb_version = " ".join(x for x in (version, f"({imb.provenance})"
                                                 if imb.provenance else "") if x)
-        self.executable = shlex.quote(os.path.join(self.imb.bin_dir or imb.bin_dir,
-                                                   self.bench.binary))
+        self.executable = shlex.quote(self._program(self.imb.bin_dir or imb.bin_dir, imb))
         sizes = SIZES[self.profile]
         self.prerun_cmds = [f"printf '%s\\n' {' '.join(map(str, sizes))} > imb_msglen.txt"]
-        iterations = shlex.split(self.iterations) or ITERATIONS[self.profile]
+        iterations = shlex.split(self.iterations) or self.bench.iterations(self.profile)
         self.executable_opts = [self.bench.name, "-msglen", "imb_msglen.txt", *iterations,
                                 "-npmin", str(self.placement.ranks)]
+        if self.bench.suite == "IO":  # its files (hundreds of MB) even if the case fails
+            self.postrun_cmds = [*self.postrun_cmds, "rm -f IMB_out IMB_out_*"]
         self.use_benchmark(imb)
         self.inject_into_benchmark(self.probes.path(ProbeBuild.INJECTOR))
+
+    def _program(self, bin_dir, imb):
+        """The benchmark's program; skips the case when the build's IMB lacks it (the
+        Intel MPI wheel has no IMB-EXT and IMB-IO), saying what gives it."""
+        path = os.path.join(bin_dir, self.bench.binary)
+        if not bin_dir or os.path.exists(path):
+            return path
+        prog, build = self.bench.binary, self.build.name
+        where = f"{bin_dir}{f' ({imb.provenance})' if imb.provenance else ''}"
+        if imb.provenance == PROVENANCE:
+            fix = ("the install predates IMB-EXT and IMB-IO in mpimatrix's IMB build; "
+                   f"build it again: mpimatrix bench-build --suite imb --build {build} "
+                   "(or run with --sources: the session's fixture does)")
+        elif "wheel" in imb.provenance:
+            fix = ("the Intel MPI wheel ships IMB-MPI1, -NBC, -RMA, -P2P and -MT only; an "
+                   "IMB built from source has it (mpimatrix bench-build --suite imb, for "
+                   "a build without an IMB of its own; Spack's intel-mpi-benchmarks)")
+        else:
+            fix = ("build IMB with it (mpimatrix bench-build --suite imb --build "
+                   f"{build} --force)")
+        self.skip(f"{self.bench.key} on {build}: {where} has no {prog}: {fix}")
 
     def parse_output(self):
         return imb_output.parse(self.stdout_text(), self.stderr_text())
@@ -115,5 +145,6 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
 
     def metric_value(self, metric):
         mode = self.bench.modes[0] if self.bench.modes else None
-        return metric_value(self.parsed.find(self.bench.name, self.placement.ranks, mode),
-                            metric)
+        table = self.parsed.find(self.bench.name, self.bench.table_procs(self.placement.ranks),
+                                 mode)
+        return metric_value(table, metric)

@@ -23,7 +23,7 @@ from helpers import offline_kit_or_skip
 
 from mpimatrix.builds import bench_download, bench_install
 from mpimatrix.builds.bench_sources import SourceError, configured_sources, scan, suite_of
-from mpimatrix.builds.bench_suites import IMB, OSU
+from mpimatrix.builds.bench_suites import IMB, IMB_PROGRAMS, OSU
 from mpimatrix.builds.discovery import attach_bench_installs
 from mpimatrix.builds.record import BuildRecord
 
@@ -137,7 +137,7 @@ def _tiny_imb_tree(root: Path, marker: str) -> Path:
     (tree / "src_c" / "hello.c").write_text(
         '#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) {\n'
         f'  MPI_Init(&c, &v); puts("{marker}"); MPI_Finalize(); return 0; }}\n')
-    (tree / "Makefile").write_text("IMB-MPI1 IMB-NBC IMB-RMA IMB-P2P:\n"
+    (tree / "Makefile").write_text(f"{' '.join(IMB_PROGRAMS)}:\n"
                                    "\t$(CC) src_c/hello.c -o $@\n")
     return tree
 
@@ -167,6 +167,9 @@ def test_cache_reuses_a_build_of_the_same_source_and_rebuilds_a_changed_one(
     attach_bench_installs([b], [IMB])
     assert b.benchmarks["imb"].bin_dir == record["bin_dir"]
     assert Path(record["bin_dir"], "IMB-MPI1").exists()
+    # an install lacking a program the checks run (built before IMB-EXT): built again
+    Path(record["bin_dir"], "IMB-EXT").unlink()
+    assert bench_install.current_record(IMB, build.name, tree) is None
     # a changed source: planned again (the fixture rebuilds), and bench-build rebuilds
     _tiny_imb_tree(tmp_path / "src", "v2")
     assert bench_install.current_record(IMB, build.name, tree) is None

@@ -85,7 +85,8 @@ def test_missing_table_and_wrong_process_count():
 @pytest.mark.parametrize("b", CATALOGUE, ids=lambda b: b.key)
 def test_catalogue_entries_are_consistent(b):
     assert b.kind in METRICS_OF_KIND
-    assert b.binary in ("IMB-MPI1", "IMB-P2P", "IMB-NBC", "IMB-RMA")
+    assert b.binary in ("IMB-MPI1", "IMB-P2P", "IMB-NBC", "IMB-RMA", "IMB-EXT", "IMB-IO")
+    assert not (b.quick and b.suite in ("EXT", "IO"))  # too slow for the quick modes
     for sizes in SIZES.values():
         for m in b.metrics:
             assert m.size is None or m.size in sizes
@@ -94,7 +95,8 @@ def test_catalogue_entries_are_consistent(b):
 def test_catalogue_counts():
     suites = [b.suite for b in CATALOGUE]
     assert (suites.count("MPI1"), suites.count("P2P"), suites.count("NBC"),
-            suites.count("RMA")) == (19, 8, 13, 17)
+            suites.count("RMA"), suites.count("EXT"), suites.count("IO")) == (19, 8, 13, 17,
+                                                                            6, 12)
     assert len(BY_KEY) == len(CATALOGUE)
 
 
@@ -175,3 +177,119 @@ def test_imb_time_budget_running_out_is_named():
     assert errs == ["IMB-NBC Ibcast: IMB's own time budget (-time, seconds per size x sizes) "
                     "ran out at 1MiB: the run was too slow here (a loaded or oversubscribed "
                     "node?); 1 of 4 sizes missing"]
+
+
+# -- IMB-EXT and IMB-IO: real runs of IMB 2021.11 built from the kit with Debian's
+# mpicc.openmpi / mpicc.mpich, 2 ranks, the check's full-profile options (-msglen of
+# 1 B .. 4 MiB, -iter 2000,400 -time 10; IMB-IO: -iter 2000,400,10) ---------------------
+FULL = SIZES["full"]
+EXT_RUNS = ("openmpi-4.1.4-debian_IMB-EXT_all_2ranks.txt",
+            "mpich-4.0.2-debian_IMB-EXT_all_2ranks.txt")
+IO_RUNS = ("openmpi-4.1.4-debian_IMB-IO_all_2ranks.txt",
+           "mpich-4.0.2-debian_IMB-IO_all_2ranks.txt")
+
+
+@pytest.mark.parametrize("name", EXT_RUNS)
+def test_ext_runs_are_complete_in_both_modes(name):
+    r = run(name)
+    assert r.finalized and not r.errors and not r.bad_rows
+    for b in CATALOGUE:
+        if b.suite == "EXT":
+            assert imb_result_problems(r, b, 2, FULL) == [], b.key
+            assert set(imb_curve(r, b, 2)) == set(b.modes or ("default",)), b.key
+
+
+def test_ext_tables_values_and_columns():
+    r = run("openmpi-4.1.4-debian_IMB-EXT_all_2ranks.txt")
+    put = BY_KEY["EXT:Unidir_Put"]
+    assert put.modes == ("NON-AGGREGATE", "AGGREGATE") and put.max_ranks == 2
+    na = r.find("Unidir_Put", 2, "NON-AGGREGATE")
+    agg = r.find("Unidir_Put", 2, "AGGREGATE")
+    assert na.columns == agg.columns == ["#bytes", "#repetitions", "t[usec]", "Mbytes/sec"]
+    # IMB-EXT rounds 1 and 2 B up to 4 B: three 4 B rows, the first (the 1 B request) read
+    assert na.sizes()[:4] == [4, 4, 4, 8] and na.row(4)["t[usec]"] == 2.45
+    assert put.table_sizes(FULL)[:2] == [4, 8]
+    # the metrics come from the NON-AGGREGATE table (as IMB-RMA's)
+    assert [metric_value(na, m) for m in put.metrics] == [2.27, 3850.33]
+    assert agg.row(8) == {"#bytes": 8, "#repetitions": 2000, "t[usec]": 9.31,
+                          "Mbytes/sec": 0.86}
+    assert na.row(4194304)["#repetitions"] == 100
+    acc = r.find("Accumulate", 2, "NON-AGGREGATE")
+    assert acc.columns == ["#bytes", "#repetitions", "t_min[usec]", "t_max[usec]",
+                           "t_avg[usec]"]
+    assert [metric_value(acc, m) for m in BY_KEY["EXT:Accumulate"].metrics] == [4.02, 10211.47]
+    window = r.find("Window", 2)
+    assert window.mode == "" and window.row(1 << 20)["t_avg[usec]"] == 261.76
+    curve = imb_curve(r, BY_KEY["EXT:Bidir_Get"], 2)
+    assert curve["AGGREGATE"][-1] == {"size": 4194304, "repetitions": 100, "t": 931.90,
+                                      "bandwidth": 4500.83}
+
+
+@pytest.mark.parametrize("name", IO_RUNS)
+def test_io_runs_are_complete(name):
+    r = run(name)
+    assert r.finalized and not r.errors and not r.bad_rows
+    io = [b for b in CATALOGUE if b.suite == "IO"]
+    assert {b.name for b in io} == {t.benchmark for t in r.tables}
+    for b in io:
+        assert imb_result_problems(r, b, 2, FULL) == [], b.key
+        # a Read prints an AGGREGATE table only
+        assert set(imb_curve(r, b, 2)) == ({"AGGREGATE", "NON-AGGREGATE"} if "Write" in b.name
+                                           else {"AGGREGATE"}), b.key
+
+
+def test_io_single_process_tables_and_values():
+    r = run("openmpi-4.1.4-debian_IMB-IO_all_2ranks.txt")
+    sw = BY_KEY["IO:S_Write_Indv"]
+    assert sw.single and sw.table_procs(2) == 1 and sw.modes[0] == "AGGREGATE"
+    # one process writes, the other waits: "#processes = 1" on 2 ranks
+    assert r.find("S_Write_Indv", 2) is None
+    agg = r.find("S_Write_Indv", 1, "AGGREGATE")
+    assert agg.columns == ["#bytes", "#repetitions", "t[usec]", "Mbytes/sec"]
+    assert agg.sizes() == FULL  # IMB-IO takes 1 and 2 B as they are
+    assert [metric_value(agg, m) for m in sw.metrics] == [9.99, 1691.52]
+    na = r.find("S_Write_Indv", 1, "NON-AGGREGATE")
+    assert na.row(8) == {"#bytes": 8, "#repetitions": 10, "t[usec]": 7598.87, "Mbytes/sec": 0}
+    assert na.row(4194304)["Mbytes/sec"] == 2784.87
+    pw = r.find("P_Write_Indv", 2, "AGGREGATE")
+    assert pw.columns == ["#bytes", "#repetitions", "t_min[usec]", "t_max[usec]",
+                          "t_avg[usec]", "Mbytes/sec"]
+    b = BY_KEY["IO:P_Write_Indv"]
+    assert [metric_value(pw, m) for m in b.metrics] == [
+        pw.row(8)["t_avg[usec]"], pw.row(4194304)["Mbytes/sec"]]
+    assert b.iterations("full") == ["-iter", "2000,400,10", "-time", "10"]
+    assert BY_KEY["EXT:Unidir_Put"].iterations("full") == ["-iter", "2000,400", "-time", "10"]
+
+
+def test_io_run_killed_mid_table_names_the_size_and_the_missing_mode():
+    """Recorded: Debian MPICH 4.0.2, IMB-IO P_Write_Indv, one rank SIGKILLed after 256 KiB
+    of the AGGREGATE table; the NON-AGGREGATE table never came."""
+    r = run("mpich-4.0.2-debian_IMB-IO_P_Write_Indv_killed.txt")
+    assert not r.finalized and "BAD TERMINATION" in r.errors
+    errs = imb_result_problems(r, BY_KEY["IO:P_Write_Indv"], 2, FULL)
+    assert errs == [
+        "IMB-IO P_Write_Indv AGGREGATE died at 512KiB (524288 B): table stopped after "
+        "256KiB, 4 of 23 sizes missing (BAD TERMINATION)",
+        "IMB-IO P_Write_Indv NON-AGGREGATE: no result table for 2 processes; the run ended "
+        "before MPI_Finalize (BAD TERMINATION)"]
+    assert len(imb_curve(r, BY_KEY["IO:P_Write_Indv"], 2)["AGGREGATE"]) == 19
+
+
+def test_ext_output_cut_in_the_middle_of_a_table():
+    """The real IMB-EXT output cut after Unidir_Put's 64 KiB row (a job killed at its
+    time limit leaves no more)."""
+    text = (IMB_DIR / EXT_RUNS[1]).read_text()
+    na = text.index("MODE: NON-AGGREGATE", text.index("Benchmarking Unidir_Put"))
+    cut = text.index("\n", text.index("        65536 ", na))
+    r = imb_output.parse(text[:cut + 1])
+    assert not r.finalized and not r.errors
+    # the AGGREGATE table came whole; 21 sizes: 1 and 2 B are 4 B rows
+    errs = imb_result_problems(r, BY_KEY["EXT:Unidir_Put"], 2, FULL)
+    assert errs == ["IMB-EXT Unidir_Put NON-AGGREGATE died at 128KiB (131072 B): table "
+                    "stopped after 64KiB, 6 of 21 sizes missing"]
+    # (whole tables, but the run did not end)
+    assert imb_result_problems(r, BY_KEY["EXT:Unidir_Get"], 2, FULL) == [
+        "IMB-EXT Unidir_Get: the run ended before MPI_Finalize"]
+    assert imb_result_problems(r, BY_KEY["EXT:Bidir_Put"], 2, FULL) == [
+        f"IMB-EXT Bidir_Put {m}: no result table for 2 processes; the run ended before "
+        "MPI_Finalize" for m in ("NON-AGGREGATE", "AGGREGATE")]

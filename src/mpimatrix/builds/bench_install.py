@@ -252,9 +252,12 @@ def installed(suite: Suite, build_name: str, root: Path | None = None
 
 
 def current_record(suite: Suite, build_name: str, source: Path) -> dict | None:
-    """The cache's install record if it was built from this very source (same sha256)."""
+    """The cache's install record if it was built from this very source (same sha256)
+    and has every program the checks run (suite.programs: an older install lacking
+    one, e.g. IMB without IMB-EXT, is built again)."""
     data = install_record(suite, build_name)
-    if data and data.get("source_sha256") == source_digest(source):
+    if data and data.get("source_sha256") == source_digest(source) and all(
+            os.path.exists(os.path.join(data["bin_dir"], p)) for p in suite.programs):
         return data
     return None
 

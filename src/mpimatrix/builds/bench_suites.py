@@ -42,6 +42,9 @@ class Suite:
     tree_version: Callable[[Path], str]
     #: (cc, cxx, prefix, jobs) -> the commands run in the source tree
     commands: Callable[[str, str, Path, int], list[str]]
+    #: the programs the checks run, all in bin_subdir: a cache install lacking one of them
+    #: (built by an older mpimatrix) is built again
+    programs: tuple[str, ...] = ()
 
     @property
     def archive(self) -> str:
@@ -117,8 +120,9 @@ OSU = Suite(
 
 
 # -- Intel MPI Benchmarks ---------------------------------------------------------------
-#: The programs the IMB checks run (suites/imb/catalogue.py: IMB-<suite>).
-IMB_PROGRAMS = ("IMB-MPI1", "IMB-NBC", "IMB-RMA", "IMB-P2P")
+#: The programs the IMB checks run (suites/imb/catalogue.py: IMB-<suite>). IMB-EXT and
+#: IMB-IO (one-sided MPI-2, MPI-IO) build with the same make in 2021.7 and 2021.11.
+IMB_PROGRAMS = ("IMB-MPI1", "IMB-NBC", "IMB-RMA", "IMB-P2P", "IMB-EXT", "IMB-IO")
 
 
 def _imb_tree(path: Path) -> bool:
@@ -133,7 +137,8 @@ def _imb_tree_version(src: Path) -> str:
 
 
 def _imb_commands(cc: str, cxx: str, prefix: Path, jobs: int) -> list[str]:
-    # One target after the other: the MPI1, NBC and RMA targets share src_cpp's objects.
+    # One target after the other: the MPI1, NBC, RMA, EXT and IO targets share src_cpp's
+    # objects.
     q = shlex.quote
     bindir = q(str(prefix / "bin"))
     # IMB 2021.11 compiles src_cpp with -Werror: the MPI C++ bindings' headers (Open
@@ -152,7 +157,8 @@ IMB = Suite(
     release=Release("2021.7", "https://github.com/intel/mpi-benchmarks/archive/refs/tags/"
                     "IMB-v2021.7.tar.gz",
                     "acee02cc719a74e6853194576cb7e6bf1fdc74f8971578e1b2141306c3c19477"),
-    is_tree=_imb_tree, tree_version=_imb_tree_version, commands=_imb_commands)
+    is_tree=_imb_tree, tree_version=_imb_tree_version, commands=_imb_commands,
+    programs=IMB_PROGRAMS)
 
 # -- NAS Parallel Benchmarks (MPI) -------------------------------------------------------
 # Every kernel and class in one install (bench_npb.py); Spack's npb recipe knows NASA's

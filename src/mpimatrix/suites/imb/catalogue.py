@@ -52,20 +52,26 @@ METRICS_OF_KIND = {
                     _m("overlap", ("overlap[%]",), None, SHARE_UNIT, True)),
     "atomic": (_m("latency", ("t[usec]",), None),),
     "passive": (_m("t_pure", ("t_pure[usec]",), SMALL), _m("t_ovrl", ("t_ovrl[usec]",), SMALL)),
+    # IMB-IO: the time of an 8 B access and the bandwidth at 4 MiB (t[usec] in the
+    # single-process S_ tables, t_avg[usec] in the P_ and C_ ones).
+    "io": (_m("t_avg", LAT, SMALL), _m("bandwidth", ("Mbytes/sec",), LARGE_BW, "MB/s", True)),
 }
 
 
 @dataclass(frozen=True)
 class ImbBenchmark:
-    suite: str  # MPI1, P2P, NBC, RMA -> binary IMB-<suite>
+    suite: str  # MPI1, P2P, NBC, RMA, EXT, IO -> binary IMB-<suite>
     name: str
     kind: str
     min_ranks: int = 2
     max_ranks: int | None = None  # PingPong & co. use exactly 2 ranks
     quick: bool = False
-    modes: tuple[str, ...] = ()  # RMA modes the table comes in; metrics use the first
+    modes: tuple[str, ...] = ()  # RMA/EXT/IO modes the table comes in; metrics use the first
     # Reductions work on MPI_FLOAT: IMB rounds every size up to a multiple of 4 B.
     elem_size: int = 1
+    #: IMB-IO's S_ benchmarks: one process accesses the file, the others wait in a
+    #: barrier; the table says "#processes = 1" whatever the rank count
+    single: bool = False
 
     @property
     def key(self) -> str:
@@ -83,6 +89,20 @@ class ImbBenchmark:
     def sized(self) -> bool:
         return self.kind not in ("unsized", "nbc_unsized", "atomic")
 
+    def table_procs(self, ranks: int) -> int:
+        """The "#processes" of this benchmark's table on `ranks` ranks."""
+        return 1 if self.single else ranks
+
+    def iterations(self, profile: str) -> list[str]:
+        """-iter and -time of a profile (ITERATIONS), with this suite's NON-AGGREGATE
+        message count if it has its own (NONAGGR_MESSAGES)."""
+        opts = list(ITERATIONS[profile])
+        n = NONAGGR_MESSAGES.get(self.suite)
+        if n and "-iter" in opts:
+            i = opts.index("-iter") + 1
+            opts[i] = f"{opts[i]},{n}"
+        return opts
+
     def table_sizes(self, sizes: list[int]) -> list[int]:
         """The sizes IMB prints for the requested ones."""
         e = self.elem_size
@@ -90,10 +110,25 @@ class ImbBenchmark:
 
 
 def _b(suite, name, kind, **kw):
-    return ImbBenchmark(suite, name, kind, elem_size=4 if is_reduction(name) else 1, **kw)
+    kw.setdefault("elem_size", 4 if is_reduction(name) else 1)
+    return ImbBenchmark(suite, name, kind, **kw)
 
 
 RMA_MODES = ("NON-AGGREGATE", "AGGREGATE")
+#: IMB-IO's modes, AGGREGATE first (the metrics' table): NON-AGGREGATE syncs the file
+#: after every access, which measures the disk's flush more than MPI-IO.
+IO_MODES = ("AGGREGATE", "NON-AGGREGATE")
+#: The IMB-IO benchmarks a site gates: each file access (S_ one process on its own
+#: file, P_ every process, C_ collective) written and read, through the individual file
+#: pointer (indv), the shared one (shared) and each process's own file (priv). The
+#: nonblocking (S_IWrite_...), explicit-offset (_expl) and Open_Close ones are left.
+IO_BENCHMARKS = ("S_Write_Indv", "S_Read_Indv", "P_Write_Indv", "P_Read_Indv",
+                 "P_Write_Shared", "P_Read_Shared", "P_Write_Priv", "P_Read_Priv",
+                 "C_Write_Indv", "C_Read_Indv", "C_Write_Shared", "C_Read_Shared")
+#: Messages per size in IMB-IO's NON-AGGREGATE tables (the third -iter field; IMB's
+#: default is 100): every access there is followed by a file sync, 8-30 ms on this
+#: machine's disk, so 100 of them per size took one benchmark 30-40 s in the full profile.
+NONAGGR_MESSAGES = {"IO": 10}
 
 CATALOGUE: tuple[ImbBenchmark, ...] = (
     # IMB-MPI1: the 19 default benchmarks
@@ -140,6 +175,16 @@ CATALOGUE: tuple[ImbBenchmark, ...] = (
     _b("RMA", "Compare_and_swap", "atomic", modes=RMA_MODES, quick=True),
     _b("RMA", "Fetch_and_op", "atomic", modes=RMA_MODES),
     _b("RMA", "Truly_passive_put", "passive"),
+    # IMB-EXT (MPI-2 one-sided; names as IMB prints them). IMB rounds every size up to
+    # a multiple of 4 B. Unidir/Bidir are between two processes.
+    *(_b("EXT", n, "p2p", modes=RMA_MODES, max_ranks=2, elem_size=4) for n in (
+        "Unidir_Put", "Unidir_Get", "Bidir_Put", "Bidir_Get")),
+    _b("EXT", "Accumulate", "coll", modes=RMA_MODES, elem_size=4),
+    _b("EXT", "Window", "coll", elem_size=4),
+    # IMB-IO (MPI-IO): files in the working directory, ReFrame's stage directory
+    # (a Read prints an AGGREGATE table only)
+    *(_b("IO", n, "io", modes=IO_MODES if "_Write_" in n else IO_MODES[:1],
+         single=n.startswith("S_")) for n in IO_BENCHMARKS),
 )
 
 BY_KEY = {b.key: b for b in CATALOGUE}

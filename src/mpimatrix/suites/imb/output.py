@@ -1,12 +1,18 @@
-"""Parse Intel MPI Benchmarks output (IMB-MPI1, -P2P, -NBC, -RMA).
+"""Parse Intel MPI Benchmarks output (IMB-MPI1, -P2P, -NBC, -RMA, -EXT, -IO).
 
-A run prints one table per benchmark, process count and (RMA) mode:
+A run prints one table per benchmark, process count and (RMA, EXT, IO) mode:
 
     # Benchmarking PingPong
     # #processes = 2
-    #    MODE: NON-AGGREGATE          (RMA only)
+    #    MODE: NON-AGGREGATE          (RMA, EXT and IO only)
            #bytes #repetitions      t[usec]   Mbytes/sec
                 0         1000         0.21         0.00
+
+IMB-IO's single-process benchmarks (S_Write_Indv ...) say "#processes = 1" and
+"( 1 additional process waiting in MPI_Barrier)" whatever the rank count; its
+parallel ones have t_min/t_max/t_avg and Mbytes/sec. IMB-EXT rounds sizes up to
+4 B (1 and 2 B print as 4 B rows, as reductions do): the first row of a size is the
+one read. IMB-IO's Read benchmarks print an AGGREGATE table only.
 
 Tables without a size column (Barrier, Ibarrier) have one row. A run that
 dies mid-table leaves the table short: `missing_sizes` tells which sizes never
@@ -38,7 +44,7 @@ FINALIZE_MARK = "# All processes entering MPI_Finalize"
 class ImbTable:
     benchmark: str
     nprocs: int
-    mode: str = ""  # RMA: AGGREGATE / NON-AGGREGATE
+    mode: str = ""  # RMA, EXT, IO: AGGREGATE / NON-AGGREGATE
     columns: list[str] = field(default_factory=list)
     rows: list[dict[str, float]] = field(default_factory=list)
     #: the size at which IMB stopped the table because its time budget (-time) ran out

@@ -14,8 +14,10 @@ def expected_tables(bench: ImbBenchmark) -> tuple[str, ...]:
 
 def imb_result_problems(run: ImbRun, bench: ImbBenchmark, nprocs: int,
                         sizes: list[int]) -> list[str]:
-    """Everything wrong with this run of one benchmark; empty when it is a good result."""
+    """Everything wrong with this run of one benchmark on `nprocs` ranks; empty when it
+    is a good result."""
     name = f"IMB-{bench.suite} {bench.name}"
+    nprocs = bench.table_procs(nprocs)
     if bench.name in run.invalid:
         return [f"{name}: IMB says the benchmark is invalid for {run.invalid[bench.name]} "
                 "processes"]
@@ -48,6 +50,7 @@ def imb_result_problems(run: ImbRun, bench: ImbBenchmark, nprocs: int,
 
 def imb_curve(run: ImbRun, bench: ImbBenchmark, nprocs: int) -> dict[str, list[dict]]:
     out = {}
+    nprocs = bench.table_procs(nprocs)
     for mode in expected_tables(bench):
         table = run.find(bench.name, nprocs, mode or None)
         if table is not None:
