@@ -15,6 +15,8 @@ multi-node layouts (ib: 2.0 -> 0.8, so internode beats intranode for large messa
 like seed 003's InfiniBand loopback; eth: 6.0 -> 3.0), and is 1 on one node. Run times
 grow with the same factor. The values are therefore not measurements of those layouts:
 they exist to exercise the report (layouts, crossovers, fabric cost), never to judge MPIs.
+NPB cases (NpbCheck) go to the layouts their kernel allows, their time (the `time`
+value and `npb_summary`'s) scaled by the factor of a value without a size (1 B).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import uuid as uuidlib
 
 from ..placement import Placement
 from ..suites.imb.catalogue import BY_KEY
+from ..suites.npb.catalogue import BY_NAME as NPB_KERNELS
 from ..units import is_share
 
 LAYOUTS = (Placement(1, 2, "intranode"), Placement(2, 1, "internode"), Placement(2, 2),
@@ -54,6 +57,9 @@ def factor(layout: Placement, partition: str, size: float | None) -> float:
 def can_run(tc: dict, layout: Placement) -> bool:
     bench = BY_KEY.get(tc.get("benchmark") or "")
     if bench is None:
+        kernel = NPB_KERNELS.get(str(tc.get("kernel") or ""))
+        if kernel is not None and tc["name"].startswith("NpbCheck"):
+            return kernel.allows(layout.ranks)  # NPB: its time scales like a size-less value
         return tc["name"].startswith("MpiPlacementCheck")
     return layout.ranks >= bench.min_ranks and (not bench.max_ranks
                                                   or layout.ranks <= bench.max_ranks)
@@ -97,6 +103,11 @@ def derived_case(tc: dict, layout: Placement, partition: str) -> dict:
             value = value / k if meta.get("better") == "higher" else value * k
         perf[f"{SYSTEM}:{partition}:{var}"] = [value, *pv[1:]]
     out["perfvalues"] = perf
+    summary = tc.get("npb_summary")
+    if isinstance(summary, dict) and summary.get("time") not in (None, ""):
+        out["npb_summary"] = {**summary, "time": f"{float(summary['time']) * f(None):.6g}",
+                              "total_processes": str(layout.ranks),
+                              "active_processes": str(layout.ranks)}
     out["time_run"] = float(tc.get("time_run") or 0) * f(1 << 20)
     return out
 

@@ -21,8 +21,11 @@ from .axes import Axes, session_axes
 from .curves import SHARED_LEGEND, curve_jobs, legend_plot, reference_points, unsized_plot
 from .figures import Colours, Plot
 from .model import DASH, Line, ReportData, Session, load
+from .mpiio_view import section as mpiio_section
+from .npb_view import section as npb_section
 from .render import Context, Drawer, Job
 from .repetitions import crossovers, curves
+from .scaling import section as scaling_section
 from .trendplot import cost_plot, trend_plot
 
 
@@ -87,6 +90,9 @@ def make_report(sessions: list[Session | dict], *, name: str = "report",
         ctx["what_changed"] = gate_view.what_changed(night)
         ctx.update(trend_section(data, series, colours, change_points, max_trends))
         ctx.update(cost_section(data, prices))
+        ctx.update(npb_section(data, prices, colours))
+        ctx.update(mpiio_section(data, colours))
+        ctx.update(scaling_section(data, colours))
     except BaseException:
         drawer.stop()
         raise
