@@ -33,6 +33,7 @@ import numpy as np
 from ...units import human_size
 from .axes import Axes
 from .effect_rows import Effect, EffectCell, EffectRow, EffectTable, HeadlineRow
+from .medians import LEVEL, RESAMPLES, percentile_interval, resampled_medians
 from .model import Line, placement_label, placement_order
 from .repetitions import (
     RATE_COLUMNS,
@@ -43,8 +44,6 @@ from .repetitions import (
     unit_of,
 )
 
-LEVEL = 0.95
-RESAMPLES = 4000
 MIN_PASSES = 2
 KIB, MIB = 1024, 1024 * 1024
 #: Representative sizes: (name, lowest, highest, aim): the measured size nearest the aim
@@ -148,11 +147,8 @@ def interval(a, b, seed: int, level: float = LEVEL, resamples: int = RESAMPLES
     if min(len(a), len(b)) < MIN_PASSES:
         return None, None
     rng = np.random.default_rng(seed)
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    ma = np.median(xa[rng.integers(0, len(xa), (resamples, len(xa)))], axis=1)
-    mb = np.median(xb[rng.integers(0, len(xb), (resamples, len(xb)))], axis=1)
-    lo, hi = np.quantile(ma / mb - 1, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    ma, mb = resampled_medians(a, rng, resamples), resampled_medians(b, rng, resamples)
+    return percentile_interval(ma / mb - 1, level)
 
 
 def representative(sizes) -> list[float]:

@@ -1,9 +1,9 @@
 """The median of a few samples and its interval, for the report's tables (npb_view,
-mpiio_view): a 95 % percentile bootstrap of the median (the samples resampled with
-replacement, effects.RESAMPLES times, numpy's generator seeded by the caller: the same
-samples give the same interval). With two or three samples the interval is their
-min-max (the resampled median is the smallest or the largest sample more often than
-2.5 % of the time); one sample has none."""
+mpiio_view, and effects.interval's ratio of two medians): a 95 % percentile bootstrap of
+the median (the samples resampled with replacement, RESAMPLES times, numpy's generator
+seeded by the caller: the same samples give the same interval). With two or three
+samples the interval is their min-max (the resampled median is the smallest or the
+largest sample more often than 2.5 % of the time); one sample has none."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .effects import LEVEL, RESAMPLES
+LEVEL = 0.95
+RESAMPLES = 4000
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,16 @@ class Estimate:
     n: int
 
 
-def _medians(xs: Sequence[float], rng: np.random.Generator) -> np.ndarray:
+def resampled_medians(xs: Sequence[float], rng: np.random.Generator,
+                      resamples: int = RESAMPLES) -> np.ndarray:
+    """The medians of `resamples` resamples of xs with replacement."""
     x = np.asarray(xs, dtype=float)
-    return np.median(x[rng.integers(0, len(x), (RESAMPLES, len(x)))], axis=1)
+    return np.median(x[rng.integers(0, len(x), (resamples, len(x)))], axis=1)
 
 
-def _quantiles(values: np.ndarray) -> tuple[float, float]:
-    lo, hi = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+def percentile_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """The central `level` interval of the bootstrap's values."""
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 
 
@@ -40,7 +44,7 @@ def estimate(xs: Sequence[float], seed: int) -> Estimate:
     med = statistics.median(xs)
     if len(xs) < 2:
         return Estimate(med, None, None, len(xs))
-    lo, hi = _quantiles(_medians(xs, np.random.default_rng(seed)))
+    lo, hi = percentile_interval(resampled_medians(xs, np.random.default_rng(seed)))
     return Estimate(med, lo, hi, len(xs))
 
 
@@ -51,6 +55,6 @@ def cost_difference(a: Sequence[float], b: Sequence[float], k1: float, k2: float
     if min(len(a), len(b)) < 2:
         return diff, None, None
     rng = np.random.default_rng(seed)
-    ma, mb = _medians(a, rng), _medians(b, rng)
-    lo, hi = _quantiles(k2 * mb - k1 * ma)
+    ma, mb = resampled_medians(a, rng), resampled_medians(b, rng)
+    lo, hi = percentile_interval(k2 * mb - k1 * ma)
     return diff, lo, hi

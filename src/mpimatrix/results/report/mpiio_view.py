@@ -6,7 +6,7 @@ A test case's run (reframe_checks/mpiio.py) keeps the trials' min, median and ma
 bandwidth (`mpiio_summary`: bw_MBps_min/median/max, trials); the gated value is the
 median. Over the runs of the sessions the report is given whole (the night's passes
 and the earlier sessions'): the value shown is the median of the runs' medians, its
-95 % interval the percentile bootstrap of that median (npb_view.estimate: the runs'
+95 % interval the percentile bootstrap of that median (medians.estimate: the runs'
 min-max with two or three runs, none with one), and the trials' range is the lowest
 min and the highest max over every trial of those runs.
 """
