@@ -128,12 +128,15 @@ def npb_time(c: Case) -> float | None:
             return float(summary["time"])
         except ValueError:
             pass
-    v = next((v for v in c.values if v.var == "time"), None)
-    return float(v.value) if v is not None and v.value is not None else None
+    return _value(c, "time")
 
 
 def npb_mops(c: Case) -> float | None:
-    v = next((v for v in c.values if v.var == "mops_total"), None)
+    return _value(c, "mops_total")
+
+
+def _value(c: Case, var: str) -> float | None:
+    v = next((v for v in c.values if v.var == var), None)
     return float(v.value) if v is not None and v.value is not None else None
 
 
