@@ -129,14 +129,18 @@ def test_a_download_that_cannot_connect_fails_fast(monkeypatch):
 
 
 def _tiny_imb_tree(root: Path, marker: str) -> Path:
-    """A tree in IMB's layout whose Makefile compiles a real (tiny) MPI program under
-    each IMB name: builds in a second, so the cache's decisions can be watched."""
+    """A tree in IMB's layout whose sub-Makefiles (src_cpp/ by TARGET, src_c/P2P/)
+    compile a real (tiny) MPI program under each IMB name: builds in a second, so the
+    cache's decisions can be watched."""
     tree = root / "mpi-benchmarks-IMB-v0.1"
-    (tree / "src_cpp").mkdir(parents=True, exist_ok=True)
-    (tree / "src_c").mkdir(exist_ok=True)
+    (tree / "src_c" / "P2P").mkdir(parents=True, exist_ok=True)
+    (tree / "src_cpp").mkdir(exist_ok=True)
     (tree / "src_c" / "hello.c").write_text(
         '#include <mpi.h>\n#include <stdio.h>\nint main(int c, char **v) {\n'
         f'  MPI_Init(&c, &v); puts("{marker}"); MPI_Finalize(); return 0; }}\n')
+    for folder, up in (("src_cpp", ".."), ("src_c/P2P", "../..")):
+        (tree / folder / "Makefile").write_text(
+            f"IMB-$(TARGET):\n\t$(CC) {up}/src_c/hello.c -o $@\n")
     (tree / "Makefile").write_text(f"{' '.join(IMB_PROGRAMS)}:\n"
                                    "\t$(CC) src_c/hello.c -o $@\n")
     return tree

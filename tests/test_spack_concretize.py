@@ -166,3 +166,43 @@ def test_not_built_list_prunes_the_possible_dependencies(tmp_path):
             "libfabric", "pmix", "prrte", "osu-micro-benchmarks",
             "intel-mpi-benchmarks"} <= possible["with"]
     assert not {"cuda", "papi", "qt", "py-sphinx"} & possible["with"]
+
+
+def test_a_changed_recipe_of_packages_gets_a_new_hash_at_the_next_concretize(tmp_path):
+    """Edit a recipe of packages/ (a statement in intel-mpi-benchmarks' build), concretize
+    again: IMB's hash changes and nothing else's, so `spack install` builds the changed
+    recipe. With Spack 1.1's concretization cache on, the second concretize returned the
+    first solution, the old recipe's hash with it (seen here), and nothing was rebuilt:
+    spack.yaml turns the cache off."""
+    import shutil
+
+    spack = spack_requirements()
+    if not (ROOT / ".cache" / "spack" / "debian-local" / "packages.yaml").is_file():
+        site_overlay.write_shims("debian-local")
+    project = tmp_path / "project"  # spack.yaml and a copy of packages/ to edit
+    project.mkdir()
+    shutil.copy2(ROOT / "spack.yaml", project / "spack.yaml")
+    shutil.copytree(ROOT / "packages", project / "packages",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (project / "site_config").symlink_to(ROOT / "site_config")
+    (project / ".cache").mkdir()
+    (project / ".cache" / "spack").symlink_to(ROOT / ".cache" / "spack")
+    env_dir = spack_tool.env_copy(tmp_path / "env", [SUBSET[0]], root=project)
+    env = dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local")
+
+    def hashes() -> dict[str, str]:
+        proc = subprocess.run([spack, "-e", str(env_dir), "concretize", "--fresh", "--force"],
+                              env=env, capture_output=True, text=True, timeout=1800)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        return {n.name: n.hash for n in read_lock(env_dir / "spack.lock").nodes.values()}
+
+    before = hashes()
+    recipe = project / "packages/spack_repo/mpimatrix/packages/intel_mpi_benchmarks/package.py"
+    text = recipe.read_text()
+    anchor = '                make("-C", folder, "-f", "Makefile", f"TARGET={suite}", *extra)\n'
+    assert anchor in text, "the edit's anchor is gone from the recipe: update this test"
+    recipe.write_text(text.replace(anchor, anchor.replace("*extra)", "*extra, 'V=1')")))
+    after = hashes()
+    changed = sorted(n for n in before if before[n] != after.get(n))
+    # the bundle root depends on IMB, so its hash follows
+    assert changed == ["intel-mpi-benchmarks", "mpimatrix-benchmarks"], (before, after)

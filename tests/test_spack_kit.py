@@ -1,6 +1,6 @@
 """The matrix for real, from the offline kit: Spack installs OSU and IMB on the Debian
-MPIs (externals) and on a source build (MVAPICH2 nemesis; the source rows of Open MPI
-and MPICH are in KIT_ROWS, not here: CI's time), then `spack env activate` and plain
+MPIs (externals) and on one source build of each family (MVAPICH2 nemesis, Open MPI
+4.1.4, MPICH ch3:tcp: the project's recipes), then `spack env activate` and plain
 `reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
 them internode through srun.
 
@@ -33,13 +33,14 @@ from test_spack_concretize import _skip, spack_requirements
 from mpimatrix.builds.spack import activation, site_overlay
 from mpimatrix.builds.spack import tool as spack_tool
 from mpimatrix.builds.spack.kit import CI_ROWS, add_kit_sources
+from mpimatrix.builds.spack.lock_builds import builds_from_lock
 from mpimatrix.builds.spack.lockfile import read_lock
 from mpimatrix.paths import offline_kit, project_root
 
 pytestmark = pytest.mark.spack
 
 ROOT = project_root()
-#: The build names of CI_ROWS' MPIs (the MVAPICH2 one is found by its prefix).
+#: The build names of the Debian externals' rows (the Open MPI one has NPB).
 BUILDS = ("openmpi-4.1.4-ext-gcc12", "mpich-4.0.2-ext-gcc12")
 
 
@@ -85,7 +86,10 @@ def kit_env(request, tmp_path_factory):
         _say(request, f"\n`spack -e <kit env> {' '.join(step)}`: rc {proc.returncode}, "
              f"{time.monotonic() - t0:.0f} s\n" + "\n".join(installed))
         assert proc.returncode == 0, out[step[0]][-4000:]
-    return {"spack": spack, "env_dir": env_dir, "lock": env_dir / "spack.lock", "log": out}
+    lock = env_dir / "spack.lock"
+    builds = sorted(b.name for b in builds_from_lock(lock, spack=False, prefixes={})[0])
+    _say(request, f"the kit rows' builds: {', '.join(builds)}")
+    return {"spack": spack, "env_dir": env_dir, "lock": lock, "log": out, "builds": builds}
 
 
 def test_kit_rows_are_installed(kit_env):
@@ -98,7 +102,12 @@ def test_kit_rows_are_installed(kit_env):
     assert versions["intel-mpi-benchmarks"] == {"2021.11-kit"}  # the kit's newest
     assert versions["npb"] == {"3.4-kit"}
     assert versions["mvapich2"] == {"2.3.7-1-kit"}
-    assert versions["openmpi"] == {"4.1.4"} and versions["mpich"] == {"4.0.2"}  # Debian's
+    assert versions["openmpi"] == {"4.1.4"} and versions["mpich"] == {"4.0.2"}
+    # each family's recipe built from source once (Open MPI and MPICH also as Debian's)
+    built = sorted(n.name for n in lock.nodes.values()
+                   if n.name in ("openmpi", "mpich", "mvapich2") and not n.is_external)
+    assert built == ["mpich", "mvapich2", "openmpi"], built
+    assert len(kit_env["builds"]) == len(CI_ROWS), kit_env["builds"]
     proc = subprocess.run([kit_env["spack"], "-e", str(kit_env["env_dir"]), "find",
                            "--format", "{name}@{version} {variants} /{hash:7}"],
                           env=dict(os.environ, MPIMATRIX_SPACK_SITE="debian-local"),
@@ -142,7 +151,8 @@ def test_activate_then_reframe_r_runs_placement_imb_osu_on_every_kit_build(
         assert tc["lock_sha256"] == lock_sha
         assert len(tc["build_hash"]) == 32 and tc["build_spec"], tc["display_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
-    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
+    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"},
+                            kit_env["builds"])
 
 
 #: NPB class S, every kernel, on the Open MPI external row (the one CI_ROWS gives NPB):
@@ -180,10 +190,11 @@ def test_activate_then_reframe_runs_the_spack_built_npb_and_verifies_every_kerne
             name, tc["executable"])
 
 
-def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str]) -> None:
-    mvapich = [b for b in by_build if b.startswith("mvapich2-2.3.7")]
-    assert len(mvapich) == 1, sorted(by_build)
-    for build in (*BUILDS, *mvapich):
+def _assert_every_kit_build(by_build: dict[str, set[str]], checks: set[str],
+                            builds: list[str]) -> None:
+    """Each of the kit rows' builds (kit_env["builds"]) passed each of `checks`."""
+    assert set(BUILDS) <= set(builds), builds
+    for build in builds:
         assert checks <= by_build.get(build, set()), (build, by_build.get(build))
 
 
@@ -275,7 +286,8 @@ def test_the_matrix_as_lmod_modules_runs_through_module_load(kit_env, kit_module
         assert tc["build_provenance"] == "module", tc["build_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["name"].split()[0])
     _say(request, f"through module load: {sorted(by_build.items())}")
-    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"})
+    _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"},
+                            kit_env["builds"])
     # each job loaded the modules, as a user's job would, and ran Spack's binaries
     scripts = [p.read_text() for p in (results / "output").rglob("rfm_job.sh")]
     for e in entries:
@@ -338,7 +350,7 @@ def test_cluster_run_osu_and_imb_internode_on_every_kit_build(kit_env, request):
             continue
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
-    _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"})
+    _assert_every_kit_build(by_build, {"ImbCheck", "OsuCheck"}, kit_env["builds"])
 
 
 @pytest.mark.cluster
@@ -383,7 +395,8 @@ def test_cluster_loads_the_kit_modules_inside_the_slurm_jobs(kit_modules, reques
         assert tc["hosts"] == ["node1", "node2"], (tc["display_name"], tc["hosts"])
         assert tc["build_provenance"] == "module", tc["build_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
-    _assert_every_kit_build(by_build, {"ImbCheck", "MpiPlacementCheck"})
+    _assert_every_kit_build(by_build, {"ImbCheck", "MpiPlacementCheck"},
+                            [e["name"] for e in kit_modules["entries"]])
     scripts = [p.read_text() for p in results.rglob("rfm_job.sh")]
     assert scripts, f"no job scripts under {results}"
     for e in kit_modules["entries"]:

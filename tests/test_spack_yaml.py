@@ -35,7 +35,8 @@ def _package(spec: str) -> str:
 
 def test_unify_false_and_no_view(env):
     assert env["concretizer"]["unify"] is False
-    assert env["concretizer"]["concretization_cache"]["enable"] is True
+    # off: it returned a changed recipe's old hash (test_spack_concretize)
+    assert env["concretizer"]["concretization_cache"]["enable"] is False
     assert env["view"] is False
 
 
