@@ -215,3 +215,24 @@ def test_estimate_of_the_median():
     assert e.median == statistics.median(xs)
     assert min(xs) <= e.lo <= e.median <= e.hi < 5.0  # robust to the one outlier
     assert estimate(xs, seed=7) == e  # seeded: the same samples, the same interval
+
+
+def test_the_markdown_summary_has_the_npb_and_mpiio_tables(real_report, derived_report):
+    md = real_report.markdown
+    cg = next(ln for ln in md.splitlines()
+              if ln.startswith("| openmpi-4.1.4-debian | CG | S | intranode | 2 |"))
+    assert f"| 0.06 [0.03{D}0.12] | 3 |" in cg and "| EUR 0.000008 |" in cg, cg
+    assert "## MPI-IO write bandwidth" in md
+    for t in real_report.context["mpiio_tables"]:
+        block = md[md.index(t.title):].split("\n\n")[1].splitlines()
+        assert len(block) == 2 + len(t.rows), block
+        for (mode, layout, cells), line in zip(t.rows, block[2:], strict=True):
+            assert line.startswith(f"| {mode} | {layout} |"), line
+            assert [c.split(" [")[0] for c in line.strip("| ").split(" | ")[2:]] == [
+                number(c.bw.median) for c in cells], line
+    md = derived_report.markdown
+    assert ("- mpich-4.0.2-debian CG.S internode: ethernet \u2212 infiniband = USD +0.000046 "
+            "[USD +0.000020, USD +0.000056]: infiniband") in md.splitlines()
+    assert (f"- mpich-4.0.2-debian CG.S, ethernet / infiniband at internode (2{X}1): "
+            f"3.00 [2.00{D}4.50], 3.00{X} slower on ethernet") in md.splitlines()
+    assert "## MPI-IO" not in md

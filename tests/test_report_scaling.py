@@ -129,3 +129,19 @@ def test_the_html_report_has_the_section(recorded):
 def test_a_report_without_scaling_cases_has_no_section():
     report = make_report([recorded_report("quick-local-1")], name="q")
     assert report.context["scaling_tables"] == [] and 'id="scaling"' not in report.html
+
+
+def test_the_markdown_summary_has_a_table_per_collective(recorded):
+    from mpimatrix.results.report.model import DASH
+    from mpimatrix.results.report.page import number
+
+    report = make_report([recorded], name="scaling")
+    md = report.markdown
+    assert "## Collectives against processes" in md
+    for t in report.context["scaling_tables"]:
+        block = md[md.index(f"\nosu_{t.benchmark}\n"):].split("\n\n")[1].splitlines()
+        assert block[0] == "| build | placement | ranks | " + " | ".join(t.sizes) + " |"
+        for r, line in zip(t.rows, block[2:], strict=True):
+            assert line.startswith(f"| {r.build} | {r.placement}"), line
+            times = [c.split(" ")[0] for c in line.strip("| ").split(" | ")[3:]]
+            assert times == [number(c[0].time) if c else DASH for c in r.cells], line
