@@ -95,6 +95,17 @@ def find_tree(suite: Suite, root: Path) -> Path:
     raise BenchBuildError(f"{root}: {suite.tree_hint}: not an {suite.label} source tree")
 
 
+def extract_tar(archive: Path, dest: Path) -> None:
+    """Unpack a tar archive with the "data" filter (no absolute paths, links out of the
+    tree or device files) where Python has it: 3.11.4+, and Debian 12's 3.11.2 only
+    from a security update on."""
+    with tarfile.open(archive) as tf:
+        try:
+            tf.extractall(dest, filter="data")
+        except TypeError:  # no extraction filters in this Python
+            tf.extractall(dest)
+
+
 def stage_source(suite: Suite, source: Path, work: Path) -> Path:
     """Copy a tree or extract a tarball into `work`; return the source tree in it."""
     if work.exists():
@@ -106,11 +117,7 @@ def stage_source(suite: Suite, source: Path, work: Path) -> Path:
         shutil.copytree(tree, dest, symlinks=True)
         return dest
     if source.is_file() and tarfile.is_tarfile(source):
-        with tarfile.open(source) as tf:
-            try:
-                tf.extractall(work, filter="data")
-            except TypeError:  # a Python without extraction filters (before 3.11.4)
-                tf.extractall(work)
+        extract_tar(source, work)
         return find_tree(suite, work)
     raise BenchBuildError(f"{source}: neither a directory nor a tar archive")
 
