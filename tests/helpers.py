@@ -14,6 +14,19 @@ CONFIG = ROOT / "site_config" / "reframe_config.py"
 REFRAME = str(Path(sys.executable).parent / "reframe")
 
 
+def main_job_env(results: Path, cache: Path | None) -> dict[str, str]:
+    """The environment of an `mpimatrix run` a test starts: its results under `results`,
+    no machine lock, no download, no injected fault; with `cache`, a project cache of its
+    own, so that what the run builds (IMB or NPB from --sources) never reaches later
+    tests, whose builds were discovered before it existed."""
+    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), "MPIMATRIX_MACHINE_LOCK": "",
+           "MPIMATRIX_DOWNLOAD": "0"}
+    if cache is not None:
+        env["MPIMATRIX_CACHE"] = str(cache)
+    env.pop("MPIMATRIX_INJECT", None)
+    return env
+
+
 def recorded_report(name: str) -> dict:
     """A recorded real session report (tests/fixtures/reports/<name>.json.gz)."""
     import gzip

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import offline_kit_or_skip
+from helpers import main_job_env, offline_kit_or_skip
 
 from mpimatrix.builds.bench_install import installed, run_build
 from mpimatrix.builds.bench_suites import IMB
@@ -95,9 +95,7 @@ def test_main_job_with_the_kit_runs_imb_and_osu_on_the_open_mpi_builds(cache, ki
     OSU benchmark: the fixtures build what the cache lacks (OSU on both, IMB on the
     PyPI one) and reuse Debian's IMB; every case passes."""
     root, debian, _install = cache
-    env = {**os.environ, "MPIMATRIX_CACHE": str(root), "MPIMATRIX_MACHINE_LOCK": "",
-           "MPIMATRIX_RESULTS": str(tmp_path / "results"), "MPIMATRIX_DOWNLOAD": "0"}
-    env.pop("MPIMATRIX_INJECT", None)
+    env = main_job_env(tmp_path / "results", root)
     only = "^(" + "|".join(re.escape(b.name) for b in open_mpi) + ")$"
     # the two tarballs: the kit as a whole gives its newest IMB, not the 2021.7 built above
     proc = subprocess.run([MPIMATRIX, "run", "--sources", str(kit / KIT_IMB), "--sources",

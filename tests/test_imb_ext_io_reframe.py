@@ -8,14 +8,13 @@ into a cache of the test's own (about a minute), then the cases run (about 30 s)
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import offline_kit_or_skip
+from helpers import main_job_env, offline_kit_or_skip
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -35,11 +34,7 @@ def test_ext_and_io_pass_with_values_and_skip_on_the_intel_wheel(buildset, tmp_p
         pytest.skip(f"no {BUILD} on this machine (apt install openmpi-bin libopenmpi-dev)")
     builds = [BUILD] + [IMPI] * (IMPI in names)
     results = tmp_path / "results"
-    # a cache of its own: the IMB this run builds for Open MPI must not reach the tests
-    # that follow, whose builds were discovered before it existed
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results), "MPIMATRIX_MACHINE_LOCK": "",
-           "MPIMATRIX_DOWNLOAD": "0", "MPIMATRIX_CACHE": str(tmp_path / "cache")}
-    env.pop("MPIMATRIX_INJECT", None)
+    env = main_job_env(results, tmp_path / "cache")
     only = "^(" + "|".join(re.escape(b) for b in builds) + ")$"
     proc = subprocess.run([MPIMATRIX, "run", "--mode", "full", "--no-confirm", "--sources",
                            str(kit), "--only", only, "--",

@@ -8,13 +8,13 @@ spread over the trials, reaches the run record and the summary table. About 10 s
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import main_job_env
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -27,9 +27,7 @@ def test_three_modes_contiguous_and_strided_pass_with_values(buildset, tmp_path)
     if BUILD not in {b.name for b in buildset.builds}:
         pytest.skip(f"no {BUILD} on this machine (apt install openmpi-bin libopenmpi-dev)")
     results = tmp_path / "results"
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(results),
-           "MPIMATRIX_MACHINE_LOCK": "", "MPIMATRIX_DOWNLOAD": "0"}
-    env.pop("MPIMATRIX_INJECT", None)
+    env = main_job_env(results, None)
     proc = subprocess.run([MPIMATRIX, "run", "--mode", "full", "--no-confirm",
                            "--only", f"^{re.escape(BUILD)}$", "--",
                            "-t", "mpiio", "-n", CASES],

@@ -7,14 +7,13 @@ run record and the summary table."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import offline_kit_or_skip
+from helpers import main_job_env, offline_kit_or_skip
 
 pytestmark = [pytest.mark.mpi, pytest.mark.reframe]
 
@@ -29,11 +28,7 @@ def test_cg_and_is_class_s_pass_and_report_their_values(buildset, tmp_path):
         pytest.skip(f"the offline kit {kit} has no sources/npb (NPB3.4.tar.gz)")
     if BUILD not in {b.name for b in buildset.builds}:
         pytest.skip(f"no {BUILD} on this machine (apt install openmpi-bin libopenmpi-dev)")
-    # a cache of its own: what this run builds must not reach later tests' builds
-    env = {**os.environ, "MPIMATRIX_RESULTS": str(tmp_path / "results"),
-           "MPIMATRIX_MACHINE_LOCK": "", "MPIMATRIX_DOWNLOAD": "0",
-           "MPIMATRIX_CACHE": str(tmp_path / "cache")}
-    env.pop("MPIMATRIX_INJECT", None)
+    env = main_job_env(tmp_path / "results", tmp_path / "cache")
     proc = subprocess.run([MPIMATRIX, "run", "--mode", "full", "--no-confirm", "--sources",
                            str(kit), "--only", f"^{re.escape(BUILD)}$", "--",
                            "-t", "npb", "-n", CASES],
