@@ -111,7 +111,7 @@ class ImbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         else:
             fix = ("build IMB with it (mpimatrix bench-build --suite imb --build "
                    f"{build} --force)")
-        self.skip(f"{self.bench.key} on {build}: {where} has no {prog}: {fix}")
+        self.skip_saying(f"{self.bench.key} on {build}: {where} has no {prog}: {fix}")
 
     def parse_output(self):
         return imb_output.parse(self.stdout_text(), self.stderr_text())

@@ -43,12 +43,11 @@ from mpimatrix.suites.npb.sanity import npb_result_problems
 
 #: Besides the session's placements: one rank and four (BT and SP need a square).
 NPB_PLACEMENTS = (Placement(1, 1), Placement(1, 4), Placement(2, 2))
-#: The classes in the quick profile's subset (`--tag=quick`): none for now. Class S of
-#: the eight kernels on this machine's five builds ran in a 21 s session once built, but
-#: the build (once per build and source, 52-81 s per build with Fortran) in every quick
-#: session of the test suite lengthened CI by about 10 minutes past its budget
-#: (docs/npb.md). ("S",) puts it in the quick modes; now `-t npb` selects NPB in any mode.
-QUICK_CLASSES: tuple[str, ...] = ()
+#: The classes in the quick profile's subset (`--tag=quick`, the main job): class S, every
+#: kernel, on every build with NPB. A build without NPB from Spack gets it built once per
+#: build and source by NpbFromSource (every kernel at S and A, 50-80 s a build with
+#: Fortran on 2 cores), reused by every later session.
+QUICK_CLASSES: tuple[str, ...] = ("S",)
 #: Time limit per class (class A of LU, BT, SP on a few ranks: about a minute).
 TIME_LIMITS = {"S": "10m", "A": "20m"}
 
@@ -94,7 +93,7 @@ class NpbCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         if os.path.exists(path) or not bin_dir:
             return path
         why = missing_reasons(bin_dir).get(self.bench.binary, "not built")
-        self.skip(f"NPB {self.bench.name} on {self.build.name}: {why}")
+        self.skip_saying(f"NPB {self.bench.name} on {self.build.name}: {why}")
 
     @run_before("run")
     def prepare_run(self):

@@ -99,7 +99,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         on_path = shutil.which(self.bench.binary)
         if on_path:
             return shlex.quote(on_path)
-        self.skip(f"{self.bench.binary} not found below {bin_dir or '(no bin_dir)'} nor "
+        self.skip_saying(f"{self.bench.binary} not found below {bin_dir or '(no bin_dir)'} nor "
                   f"on PATH for {self.build.name}: this OSU install lacks it")
 
     @run_before("run")
@@ -109,7 +109,7 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         self.known_issue = "; ".join(k.reason for k in issues)
         for k in issues:
             if k.action == "skip":
-                self.skip(f"known issue: {k.reason}")
+                self.skip_saying(f"known issue: {k.reason}")
             elif k.action == "env":
                 self.env_vars.update(dict(k.env))
             elif k.action == "xfail":

@@ -1,8 +1,8 @@
 """The matrix for real, from the offline kit: Spack installs OSU and IMB on the Debian
 MPIs (externals) and on one source build of each family (MVAPICH2 nemesis, Open MPI
-4.1.4, MPICH ch3:tcp: the project's recipes), then `spack env activate` and plain
-`reframe -r` run placement, IMB and OSU on those builds, and the emulated cluster runs
-them internode through srun.
+4.1.4, MPICH ch3:tcp: the project's recipes), then `spack env activate` and
+`reframe -r` run placement, IMB, OSU and NPB (class S, the quick mode's) on those builds,
+and the emulated cluster runs them internode through srun.
 
 The environment is the project's spack.yaml with its site overlay (debian-local) and
 packages/, with the specs replaced by the cheapest matrix rows that still build each
@@ -136,57 +136,54 @@ def _session_cases(results: Path) -> list[dict]:
     return [tc for run in session["runs"] for tc in run["testcases"] if not tc["fixture"]]
 
 
-def test_activate_then_reframe_r_runs_placement_imb_osu_on_every_kit_build(
+#: `reframe -r`'s quick mode, one benchmark of each kind per suite on every kit build
+#: (point-to-point, collective, non-blocking, one-sided; test_reframe_local and
+#: test_osu_reframe run the whole quick subset and catalogue), and NPB class S, every
+#: kernel, where the row has NPB (the Open MPI external): the powers-of-two kernels on 2
+#: ranks, BT and SP (squares) on 1.
+QUICK_CASES = ("^(MpiPlacementCheck%placement=intranode"
+               "|ImbCheck%placement=intranode%benchmark=(MPI1:PingPong|MPI1:Allreduce"
+               "|NBC:Iallreduce|RMA:Unidir_put)"
+               "|OsuCheck%placement=intranode%benchmark=(latency|bw|allreduce|iallreduce"
+               "|put_latency)"
+               "|NpbCheck%placement=intranode%kernel=(IS|EP|CG|FT|MG|LU)%npb_class=S"
+               "|NpbCheck%placement=1x1%kernel=(BT|SP)%npb_class=S)$")
+
+
+def test_activate_then_reframe_r_runs_every_kind_of_check_and_npb_on_every_kit_build(
         kit_env, request, tmp_path):
-    got = _activated(kit_env["spack"], kit_env["env_dir"], tmp_path / "out", "-r")
+    got = _activated(kit_env["spack"], kit_env["env_dir"], tmp_path / "out",
+                     f"-r -n {shlex.quote(QUICK_CASES)}")
     summary = [line for line in got["stdout"].splitlines()
                if line.startswith(("[  PASSED  ]", "[  FAILED  ]", "mpimatrix:", "Ran "))]
-    _say(request, "\n`spack env activate <kit env>; reframe -r`: rc " + got["rc"].strip()
-         + "\n" + "\n".join(summary))
+    _say(request, "\n`spack env activate <kit env>; reframe -r -n <quick cases>`: rc "
+         + got["rc"].strip() + "\n" + "\n".join(summary))
     assert got["rc"].strip() == "0", got["stdout"][-4000:] + got["stderr"][-3000:]
 
     cases = _session_cases(tmp_path / "out" / "results")
     lock_sha = read_lock(kit_env["lock"]).sha256
+    npb_node = next(n for n in read_lock(kit_env["lock"]).nodes.values() if n.name == "npb")
     by_build: dict[str, set[str]] = {}
+    npb = {}
     for tc in cases:
         assert tc["result"] == "pass", (tc["display_name"], tc["environ"], tc["fail_reason"])
         assert tc["lock_sha256"] == lock_sha
         assert len(tc["build_hash"]) == 32 and tc["build_spec"], tc["display_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
+        if tc["display_name"].startswith("NpbCheck"):
+            assert "quick" in tc["tags"], tc["tags"]  # class S is in the main job's mode
+            npb[tc["benchmark"]] = tc
     _assert_every_kit_build(by_build, {"MpiPlacementCheck", "ImbCheck", "OsuCheck"},
                             kit_env["builds"])
-
-
-#: NPB class S, every kernel, on the Open MPI external row (the one CI_ROWS gives NPB):
-#: the powers-of-two kernels on 2 ranks, BT and SP (squares) on 1.
-NPB_CASES = (r"^NpbCheck%placement=intranode%kernel=(IS|EP|CG|FT|MG|LU)%npb_class=S$|"
-             r"^NpbCheck%placement=1x1%kernel=(BT|SP)%npb_class=S$")
-
-
-def test_activate_then_reframe_runs_the_spack_built_npb_and_verifies_every_kernel(
-        kit_env, request, tmp_path):
-    got = _activated(kit_env["spack"], kit_env["env_dir"], tmp_path / "out",
-                     f"-r --mode=full -t npb -n {shlex.quote(NPB_CASES)}")
-    results = [line for line in got["stdout"].splitlines() if line.startswith("[  ")]
-    _say(request, "\n`spack env activate <kit env>; reframe -r --mode=full -t npb`: rc "
-         + got["rc"].strip() + "\n" + "\n".join(results)[-3000:])
-    assert got["rc"].strip() == "0", got["stdout"][-4000:] + got["stderr"][-3000:]
-    cases = _session_cases(tmp_path / "out" / "results")
-    npb_node = next(n for n in read_lock(kit_env["lock"]).nodes.values() if n.name == "npb")
-    ran = {}
-    for tc in cases:
-        if not tc["display_name"].startswith("NpbCheck"):
-            continue
-        assert tc["result"] == "pass", (tc["display_name"], tc["fail_reason"])
+    # NPB: every kernel verified, on the one row with NPB, from Spack's install of npb
+    # (nothing built from the kit's source)
+    assert sorted(npb) == sorted(f"{k}.S" for k in ("IS", "EP", "CG", "FT", "MG", "LU",
+                                                     "BT", "SP")), sorted(npb)
+    for name, tc in npb.items():
+        kernel, cls = name.split(".")
         assert tc["build_name"] == BUILDS[0], tc["build_name"]
         assert tc["npb_version"] == "3.4-kit (spack)", tc["npb_version"]
         assert tc["npb_summary"]["verification"] == "SUCCESSFUL", tc["npb_summary"]
-        ran[tc["benchmark"]] = tc
-    assert sorted(ran) == sorted(f"{k}.S" for k in ("IS", "EP", "CG", "FT", "MG", "LU",
-                                                     "BT", "SP")), sorted(ran)
-    # the programs are Spack's install of npb (nothing built from the kit's source)
-    for name, tc in ran.items():
-        kernel, cls = name.split(".")
         assert tc["executable"].endswith(f"/npb-3.4-kit-{npb_node.hash}/bin/"
                                          f"{kernel.lower()}.{cls}.x"), (
             name, tc["executable"])

@@ -35,12 +35,13 @@ def test_fixtures_reframe_counts_are_named_apart():
     line = _last_line(session)
     # a failed fixture is a row of the table (its reason matters), a passed one is not
     assert line.startswith("3 test case(s) (+3 fixture(s) ReFrame counts as test cases too: "
-                           "1 build(s) of OSU/IMB, 2 probe build(s); 6 in all), 1 failed, "), line
+                           "1 benchmark build(s), 2 probe build(s); 6 in all), 1 failed, "), line
 
 
 def test_without_fixtures_the_line_is_as_before():
     session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [_case("X")]}]}
-    assert _last_line(session).startswith("1 test case(s), 0 failed, 0 known fault(s)")
+    assert _last_line(session).startswith("1 test case(s), 0 failed, 0 skipped, 0 known "
+                                         "fault(s)")
 
 
 def test_a_recorded_session_adds_up_to_reframes_count():
@@ -72,3 +73,20 @@ def test_a_skipped_case_is_no_failure_of_the_night_and_an_unexpected_pass_is():
     perf = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
         {**_case("Slow"), "result": "fail", "fail_phase": "performance"}]}]}
     assert judge_night(load(perf), [], NO_REFERENCES).verdict.counts.failed == 0
+
+
+def test_a_skipped_case_says_why_in_its_row_the_count_and_the_verdict():
+    """A case the check skipped (NPB's Fortran kernels on a build without mpif90) shows
+    the check's reason in its row; the count line and the verdict count it apart from
+    the cases that passed."""
+    why = "NPB CG.S on mpich-5.0.2-pypi: no Fortran MPI wrapper (mpif90 not found)"
+    session = {"session_info": {"uuid": "u"}, "runs": [{"testcases": [
+        _case("NpbCheck %kernel=IS"), {**_case("NpbCheck %kernel=CG", "skip"),
+                                       "skip_reason": why},
+        _case("NpbCheck %kernel=EP", "skip")]}]}
+    lines = summary.format_table(load(session)).splitlines()
+    row = next(ln for ln in lines if why in ln)
+    assert " skip " in row and row.rstrip().endswith(f"[skipped] {why}"), lines
+    assert lines[-2].startswith("3 test case(s), 0 failed, 2 skipped, 0 known fault(s)"), lines
+    assert lines[-1] == ("VERDICT: GREEN: no regression: 1 test case(s) passed, 2 skipped "
+                         "(their rows say why) (exit 0)"), lines[-1]

@@ -130,6 +130,11 @@ class Case:
         return self.tc.get("expected_failure")
 
     @property
+    def skip_reason(self) -> str:
+        """Why it was skipped, as the check said ('' when it was not, or said nothing)."""
+        return _text(self.tc.get("skip_reason")) if self.result == "skip" else ""
+
+    @property
     def failed_in_sanity(self) -> bool:
         """It failed, aborted or erred for another reason than its references."""
         return self.result in ("fail", "abort", "error") and self.fail_phase != "performance"

@@ -54,6 +54,8 @@ class NightCounts:
     regressions: int
     watched: int
     slow_hosts: int
+    #: skipped test cases (what a build lacks, e.g. NPB's Fortran kernels without mpif90)
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class NightVerdict:
         watch = f"; {n.watched} value(s) on watch" if n.watched else ""
         regs = f"{n.regressions} performance regression(s)"
         failed = f"{n.failed} failed test case(s)"
+        passed = (f"{n.cases - n.skipped} test case(s) passed, {n.skipped} skipped (their "
+                  "rows say why)" if n.skipped else f"all {n.cases} test case(s) passed")
         xpass = (f"{n.xpassed} expected failure(s) passed (a known fault gone: drop it from "
                  "the known faults)")
         return {
@@ -82,8 +86,8 @@ class NightVerdict:
             Verdict.REGRESSION: regs,
             Verdict.HOST: "no regression; the machine ran slow on every build at once: "
                           "run again on a quiet machine",
-            Verdict.WATCH: f"no regression: all {n.cases} test case(s) passed",
-            Verdict.GREEN: f"no regression: all {n.cases} test case(s) passed",
+            Verdict.WATCH: f"no regression: {passed}",
+            Verdict.GREEN: f"no regression: {passed}",
         }[self.verdict] + watch
 
     def headline(self) -> str:
@@ -103,9 +107,12 @@ def night_verdict(session: Session, judged: Judgement, disturbed: bool) -> Night
 
     failed = {key(c) for c in session.cases if c.failed_in_sanity}
     xpassed = {key(c) for c in session.cases if c.result == "xpass"}
+    # skipped in every run of the session (a case that ran in one run is not skipped)
+    ran = {key(c) for c in session.cases if c.result != "skip"}
+    skipped = {key(c) for c in session.cases} - ran
     counts = NightCounts(len({key(c) for c in session.cases}), len(failed), len(xpassed),
                          len(judged.regressions), len(judged.watched),
-                         sum(h.slow for h in judged.hosts))
+                         sum(h.slow for h in judged.hosts), len(skipped))
     verdict = (Verdict.FAILED if failed else Verdict.XPASS if xpassed
                else (Verdict.DISTURBED if disturbed else Verdict.REGRESSION)
                if counts.regressions else Verdict.HOST if counts.slow_hosts

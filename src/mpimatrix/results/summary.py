@@ -67,6 +67,8 @@ def rows(session: Session, results: list[ValueVerdict] | None = None
             detail = f"library: {case.library}"
         if result in WITH_REASON:
             detail = failure_text(case)
+        elif case.skip_reason:
+            detail = "[skipped] " + case.skip_reason.replace("\n", " ")
         out.append([case.build, case.check, case.partition_name, placement_label(case),
                     result, ",".join(h for h in case.hosts if h), detail])
     out.sort(key=lambda r: (r[0], r[1], r[2], r[3]))
@@ -121,7 +123,7 @@ def fixtures_text(session: Session) -> str:
     kinds = session.passed_fixtures
     if not kinds:
         return ""
-    what = ", ".join(f"{n} {label}" for kind, label in (("bench", "build(s) of OSU/IMB"),
+    what = ", ".join(f"{n} {label}" for kind, label in (("bench", "benchmark build(s)"),
                                                         ("probe", "probe build(s)"))
                      if (n := kinds.get(kind)))
     n = sum(kinds.values())
@@ -151,11 +153,13 @@ def format_table(session: Session, night: Night | None = None, width: int = 200)
         lines += extra
     failed = sum(c.failed_in_sanity or c.result == "xpass" for c in session.cases)
     known = sum(r[RESULT] == "xfail" for r in data)
+    skipped = sum(r[RESULT] == "skip" for r in data)
     gated = sum(v.status.gated for v in results)
     lines.append("")
-    lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {failed} failed, {known} "
-                 f"known fault(s) (expected failures); {len(results)} performance "
-                 f"value(s), {gated} gated, {len(judged.regressions)} "
-                 f"regression(s), {len(judged.watched)} on watch; session {session.uuid}")
+    lines.append(f"{len(data)} test case(s){fixtures_text(session)}, {failed} failed, "
+                 f"{skipped} skipped, {known} known fault(s) (expected failures); "
+                 f"{len(results)} performance value(s), {gated} gated, "
+                 f"{len(judged.regressions)} regression(s), {len(judged.watched)} on watch; "
+                 f"session {session.uuid}")
     lines.append(night.verdict.line())
     return "\n".join(lines)

@@ -5,6 +5,8 @@ A check defines `results_complete()` (output.py); its sanity function may use:
 - `failure_message(problems)`: '<build> <placement>: <a rank's crash>; <problems>';
 - `probed_host_problems()`: the hosts `hostname_probe_cmd()` (check_launch.py) wrote,
   checked against the placement, into `hosts`;
+- `skip_saying(msg)`: ReFrame's skip, with `msg` kept in `skip_reason` for the run record,
+  the summary and the report;
 - `expected_failure`: a reason set before the sanity phase (e.g. a known issue in the
   check's pre-run hook) turns the failure into an XFAIL where the check says so
   (osu.py's @rfm.xfail).
@@ -43,9 +45,18 @@ class JobOutcomeMixin(rfm.RegressionTestPlugin):
     #: ("" = neither).
     expected_failure = variable(str, value="")
 
+    #: Why the case was skipped ("" = it was not): ReFrame's report keeps no skip message.
+    skip_reason = variable(str, value="")
+
     #: Bytes through the first node's network interfaces (all but lo) while the
     #: program ran; -1 = not measured (only partitions with extras net_counters).
     net_bytes = variable(int, value=-1)
+
+    def skip_saying(self, msg: str):
+        """ReFrame's skip, with `msg` kept in `skip_reason` (an override of `skip` would
+        not be reached: RegressionTest's comes first in the checks' MRO)."""
+        self.skip_reason = msg
+        self.skip(msg)
 
     @run_before("sanity")
     def read_job_outcome(self):

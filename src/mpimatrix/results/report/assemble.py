@@ -134,6 +134,7 @@ def front_page(data: ReportData, night: Night, refset: ReferenceSet) -> Context:
         "machine": machine,
         "not_gated": not_gated, "unreferenced": front.unreferenced(cur),
         "failures": fails, "xfails": front.expected_failures(cur),
+        "skipped_cases": front.skipped_cases(cur),
         "builds": front.builds(data), "skipped": cur.skipped_builds,
         "nodes": front.nodes(cur), "partitions": data.partitions,
         "lock": cur.lock, "builds_source": cur.info.get("builds_source", ""),

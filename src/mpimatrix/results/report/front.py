@@ -53,8 +53,8 @@ class FailureRow:
 
 
 @dataclass(frozen=True)
-class ExpectedFailureRow:
-    """A test case that failed as expected (xfail), with why."""
+class ReasonRow:
+    """A test case that failed as expected (xfail) or was skipped, with why."""
     build: str
     check: str
     placement: str
@@ -120,14 +120,26 @@ def failures(s: Session) -> list[FailureRow]:
     return sorted(out, key=lambda r: (r.build, r.check, r.placement))
 
 
-def expected_failures(s: Session) -> list[ExpectedFailureRow]:
+def _with_reason(s: Session, result: str, reason) -> list[ReasonRow]:
+    """One row per test case of the session with `result`, and `reason(case)`."""
     seen: dict[tuple[str, str, str], str] = {}
     for c in s.cases:
-        if c.result == "xfail":
-            seen.setdefault((c.line.build, c.check, c.placement), " ".join(
-                str(c.fail_reason or c.expected_failure or "").split())[:300])
-    return [ExpectedFailureRow(build=b, check=ch, placement=p, reason=r)
+        if c.result == result:
+            seen.setdefault((c.line.build, c.check, c.placement),
+                            " ".join(str(reason(c) or "").split())[:300])
+    return [ReasonRow(build=b, check=ch, placement=p, reason=r)
             for (b, ch, p), r in sorted(seen.items())]
+
+
+def expected_failures(s: Session) -> list[ReasonRow]:
+    return _with_reason(s, "xfail", lambda c: c.fail_reason or c.expected_failure)
+
+
+def skipped_cases(s: Session) -> list[ReasonRow]:
+    """What the checks skipped and why (what a build lacks); a skip without a reason is
+    ReFrame's (a fixture the case needs failed: its row is among the failures)."""
+    return _with_reason(s, "skip", lambda c: c.skip_reason or "skipped by ReFrame (a "
+                        "fixture it needs failed: see the failed test cases)")
 
 
 def first_defined(cases: list[Case], var: str) -> str:
