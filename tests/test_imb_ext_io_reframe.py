@@ -86,3 +86,6 @@ def test_ext_and_io_pass_with_values_and_skip_on_the_intel_wheel(buildset, tmp_p
             assert f"{name} on {IMPI}: " in line and f"has no {prog}: the Intel MPI wheel " \
                 "ships IMB-MPI1, -NBC, -RMA, -P2P and -MT only" in line, out[-3000:]
             assert "mpimatrix bench-build --suite imb" in line
+            # the run record keeps the reason (ReFrame's report has no skip message)
+            why = tc["skip_reason"]
+            assert f"{name} on {IMPI}: " in why and f"has no {prog}: the Intel MPI " in why, why
