@@ -109,6 +109,10 @@ def test_npb_section_on_the_page(real_report):
                                           .replace("</small>", "").split())
     assert "No kernel ran on two fabrics" in page
     assert any(p.id == "npb-s" for p in real_report.plots)
+    # the Builds table names each build's NPB, as it names its IMB and OSU
+    builds = page[page.index("<h3>Builds</h3>"):]
+    assert "<th>OSU</th><th>NPB</th>" in builds
+    assert builds.count("<td>3.4 (mpimatrix bench-build)</td>") == 2, builds[:3000]
 
 
 def test_mpiio_cells_against_the_records(real, real_report):

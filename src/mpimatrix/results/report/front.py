@@ -75,6 +75,7 @@ class BuildRow:
     library: str = ""
     imb: str = ""
     osu: str = ""
+    npb: str = ""
 
 
 def verdict_rows(judged: Judgement) -> list[VerdictRow]:
@@ -173,7 +174,8 @@ def builds(data: ReportData) -> list[BuildRow]:
                             hash=first_defined(cases, "build_hash"),
                             library=first_defined(cases, "library"),
                             imb=first_defined(cases, "imb_version"),
-                            osu=first_defined(cases, "osu_version")))
+                            osu=first_defined(cases, "osu_version"),
+                            npb=first_defined(cases, "npb_version")))
     ran = set(per)
     out += [BuildRow(build=env, environ=env, status="no test case ran")
             for env in s.listed_builds if env not in ran]
