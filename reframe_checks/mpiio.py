@@ -17,7 +17,8 @@ the case, it is never a value), it ran the variant asked for on the placement's 
 and it left no file behind. An MPI-IO layer that needs fcntl locks the file system does
 not give (builds/known_faults.py FILE_LOCKS_REFUSED) is an expected failure.
 Performance: write bandwidth (MB/s, higher is better), the median over the trials.
-Tagged `mpiio` (not in the quick modes).
+Tagged `mpiio`; the three ways of writing, contiguous, cache, 64 KiB, stage directory also
+`quick` (the main job).
 """
 
 import shlex
@@ -47,6 +48,10 @@ from mpimatrix.suites.mpiio.output import LAYOUTS, MODES, SYNCS, MpiioBenchmark
 
 #: Bytes per rank: a small write (latency-bound) and a large one.
 SIZES = (64 << 10, 4 << 20)
+#: The quick modes' subset (the main job): the seed's three ways of writing, contiguous,
+#: to the I/O cache, 64 KiB per rank, in the stage directory (3 cases per build and pair
+#: placement, about 2 s each with the 20 trials).
+QUICK = {"layout": "contiguous", "sync": "cache", "size": 64 << 10, "where": "stage"}
 #: Partition extra naming a directory on a file system all its nodes share.
 SHARED_FS = "shared_fs"
 LEFTOVER = "MPIIO leftover"
@@ -87,6 +92,8 @@ class MpiioCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         self.benchmark = self.bench.name
         self.ref_key = f"{self.bench.name}@{self.placement.name}"
         self.tags |= {f"mpiio-{self.mode}", f"mpiio-{self.where}"}
+        if all(getattr(self, k) == v for k, v in QUICK.items()):
+            self.tags.add("quick")
         self.time_limit = "5m"
         if self.where == SHARED_FS:
             parts = current_partitions()

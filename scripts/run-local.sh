@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on this machine's MPIs: set up, list the builds, run the quick
-# regression (placement sanity on every build, IMB/OSU subset, NPB class S), print a
-# summary.
+# regression (placement sanity on every build, IMB/OSU subset, NPB class S, MPI-IO),
+# print a summary.
 # Extra arguments go to `mpimatrix run`, e.g. --mode full.
 # OSU, IMB and NPB for the builds without them are built from the offline kit beside the
 # clone (../shared/offline, or $MPIMATRIX_OFFLINE_KIT) when there is one; --sources

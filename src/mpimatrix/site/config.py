@@ -52,7 +52,7 @@ QUICK = ["--tag=quick", "--exclude-tag=oversubscribed", "--setvar=profile=quick"
 
 MODES = [
     # The README's main job: sanity on every build, a representative IMB/OSU
-    # subset at a few sizes, NPB class S (reframe_checks/npb.py). Minutes.
+    # subset at a few sizes, NPB class S, MPI-IO's three ways of writing. Minutes.
     {"name": "quick", "options": [*SERIAL, *QUICK]},
     # Whole catalogue, full size sweeps.
     {"name": "full", "options": [*SERIAL, "--setvar=profile=full"]},
@@ -74,8 +74,8 @@ MODES = [
 
 #: What each mode is for (`mpimatrix run --help`).
 MODE_HELP = {
-    "quick": "sanity on every build, a representative IMB/OSU subset and NPB class S "
-             "(the main job)",
+    "quick": "sanity on every build, a representative IMB/OSU subset, NPB class S and "
+             "MPI-IO's three ways of writing (the main job)",
     "full": "the whole catalogue, full size sweeps",
     "nightly": "the regression run: every build and placement, 3 interleaved passes, gated",
     "compare": "the quick subset in 3 interleaved passes, to compare builds",
