@@ -15,7 +15,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mpimatrix"
 #: rank, or from its own subpackage.
 LAYERS = {
     "__init__": 0, "paths": 0, "units": 0, "shell": 0, "atomic": 0, "placement": 0,
-    "strict_yaml": 0,
+    "strict_yaml": 0, "urls": 0,
     "builds": 1, "suites": 1,
     "site_settings": 1,  # site_config/site.yaml (paths, strict_yaml)
     "reference_file": 1,  # keeps large files' parse in the cache folder (paths, atomic)

@@ -19,6 +19,7 @@ from test_session_index import MPIMATRIX, _env, _mpimatrix, _stored_nights
 
 from mpimatrix.results.measurements import load
 from mpimatrix.run import central_store, store_db
+from mpimatrix.urls import shown_url
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def test_the_index_statements_in_postgresql_words():
         "summary = EXCLUDED.summary")
     assert store_db.pg_sql("INSERT OR IGNORE INTO value_names(key) VALUES(?)") == \
         "INSERT INTO value_names(key) VALUES(%s) ON CONFLICT DO NOTHING"
-    assert store_db.shown("postgresql://u:pw@db:5433/m") == "postgresql://u@db:5433/m"
+    assert shown_url("postgresql://u:pw@db:5433/m") == "postgresql://u@db:5433/m"
+    assert shown_url("postgresql://u:pw@[::1]:5433/m") == "postgresql://u@[::1]:5433/m"
 
 
 def test_without_the_driver_the_package_runs_and_a_url_says_to_install_it():

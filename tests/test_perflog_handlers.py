@@ -28,10 +28,10 @@ from mpimatrix.run.perflog_verdicts import post_verdicts, value_record, verdict_
 from mpimatrix.site.perflog import (
     ValueRecords,
     report_name,
-    shown_url,
     value_records,
     with_extras,
 )
+from mpimatrix.urls import shown_url
 
 MPIMATRIX = str(Path(sys.executable).parent / "mpimatrix")
 TOKEN = "ApiKey s3cret"
@@ -153,7 +153,7 @@ def test_report_name_from_the_reframe_command_line():
 
 def test_a_password_in_the_url_is_never_shown():
     assert shown_url("https://user:pw@es.example.org:9200/p/_doc") == (
-        "https://es.example.org:9200/p/_doc")
+        "https://user@es.example.org:9200/p/_doc")
     assert shown_url("http://127.0.0.1:9/p") == "http://127.0.0.1:9/p"
 
 

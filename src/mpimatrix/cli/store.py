@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from ..results.sessions import SessionError
 from ..run import central_store, session_index
-from ..run.store_db import StoreDown, shown, url
+from ..run.store_db import StoreDown, url
 from ..run.stored import reframe_index
+from ..urls import shown_url
 
 
 def _reframe_only() -> list[str]:
@@ -29,7 +30,7 @@ def cmd_store(args) -> int:
                 session_index.add([full])
         where, sent = central_store.sync()
     except StoreDown as err:
-        raise SessionError(f"the shared store {shown(url())} does not answer ({err}); the "
+        raise SessionError(f"the shared store {shown_url(url())} does not answer ({err}); the "
                            "sessions stay in the local store: run `mpimatrix store sync` "
                            "again when it is up") from None
     print(f"uploaded {len(sent)} session(s) to {where}")

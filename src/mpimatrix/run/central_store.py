@@ -19,6 +19,7 @@ from ..results.history import Series
 from ..results.measurements import Session, load
 from ..results.night import Night
 from ..results.sessions import SessionError
+from ..urls import shown_url
 from . import store_db, value_index
 from .store_db import ERRORS, PgConnection, StoreDown
 
@@ -93,7 +94,7 @@ def _push_one(local: sqlite3.Connection, pg: PgConnection, uuid: str) -> bool:
     with pg:  # a transaction a session, its names added in key order: writers wait, never deadlock
         had = pg.execute("SELECT system FROM sessions WHERE uuid = ?", (uuid,)).fetchone()
         if had and had[0] != system:
-            raise SessionError(f"session {uuid} is in the shared store {store_db.shown(pg.url)}"
+            raise SessionError(f"session {uuid} is in the shared store {shown_url(pg.url)}"
                                f" as system {had[0]}, not {system}: a session is of one "
                                f"system (is {store_db.SYSTEM_ENV} what it was?)")
         pg.execute("INSERT OR REPLACE INTO sessions(uuid, system, start, confirms, data) "
@@ -138,7 +139,7 @@ def _systems(pg: PgConnection) -> tuple[str, ...]:
 def _down_note(address: str, why: str) -> None:
     if address not in _DOWN:
         _DOWN[address] = why
-        print(f"mpimatrix: the shared store {store_db.shown(address)} does not answer ({why});"
+        print(f"mpimatrix: the shared store {shown_url(address)} does not answer ({why});"
               " reading the local store; what is new goes up with the next command "
               "(`mpimatrix store sync`)", file=sys.stderr)
 
@@ -163,7 +164,7 @@ def reading() -> PgConnection | None:
         pg = store_db.connect(address)
     except StoreDown as err:
         if address in _READ:
-            raise SessionError(f"the shared store {store_db.shown(address)} stopped "
+            raise SessionError(f"the shared store {shown_url(address)} stopped "
                                f"answering ({err}); try again") from None
         _down_note(address, str(err))
         return None
@@ -209,9 +210,9 @@ def sync() -> tuple[str, list[str]]:
         raise SessionError(f"no shared store: set {store_db.SETTING}")
     pg = store_db.connect(address)
     try:
-        return store_db.shown(address), push(pg)
+        return shown_url(address), push(pg)
     except ERRORS as err:
-        raise SessionError(f"the shared store {store_db.shown(address)}: {err}") from None
+        raise SessionError(f"the shared store {shown_url(address)}: {err}") from None
     finally:
         pg.close()
 
@@ -233,10 +234,10 @@ def upload_night(session: Session, night: Night) -> list[str]:
             pg.close()
     except (StoreDown, SessionError, *ERRORS) as err:
         why = " ".join(str(err).split())
-        return [f"{store_db.shown(address)}: {why}; the night stays in the local store and "
+        return [f"{shown_url(address)}: {why}; the night stays in the local store and "
                 "goes up with the next command (`mpimatrix store sync`)"]
     system = store_db.named_system() or system_of_raw(session.raw)
-    return [f"uploaded {len(sent)} session(s) to {store_db.shown(address)} (system {system})"]
+    return [f"uploaded {len(sent)} session(s) to {shown_url(address)} (system {system})"]
 
 
 def status() -> list[str]:
@@ -251,10 +252,10 @@ def status() -> list[str]:
         with _local() as local:
             left = pending(local, pg) if local else []
     except ERRORS as err:
-        raise SessionError(f"the shared store {store_db.shown(address)}: {err}") from None
+        raise SessionError(f"the shared store {shown_url(address)}: {err}") from None
     finally:
         pg.close()
-    out = [f"{store_db.shown(address)}: {len(rows)} system(s)"]
+    out = [f"{shown_url(address)}: {len(rows)} system(s)"]
     for system, count, newest in rows:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(newest or 0))
         out.append(f"  {system}: {count} session(s), the newest started {when}")
@@ -272,7 +273,7 @@ def systems_series(systems: list[str], since: float) -> dict[str, list[Series]]:
     try:
         pg = store_db.connect(address)
     except StoreDown as err:
-        raise SessionError(f"the shared store {store_db.shown(address)} does not answer "
+        raise SessionError(f"the shared store {shown_url(address)} does not answer "
                            f"({err})") from None
     out = {}
     try:
@@ -284,7 +285,7 @@ def systems_series(systems: list[str], since: float) -> dict[str, list[Series]]:
             held = value_index.held(pg, uuids)
             out[system] = value_index.read(pg, [sid for sid, _, _ in held.values()])
     except ERRORS as err:
-        raise SessionError(f"the shared store {store_db.shown(address)}: {err}") from None
+        raise SessionError(f"the shared store {shown_url(address)}: {err}") from None
     finally:
         pg.close()
     return out

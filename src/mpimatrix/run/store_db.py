@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from urllib.parse import urlsplit, urlunsplit
 
 from ..results.sessions import SessionError
+from ..urls import shown_url
 
 URL_ENV = "MPIMATRIX_STORE_URL"
 SYSTEM_ENV = "MPIMATRIX_SYSTEM_NAME"
@@ -67,16 +67,6 @@ class StoreDown(Exception):
 
 def url() -> str:
     return os.environ.get(URL_ENV, "").strip()
-
-
-def shown(address: str) -> str:
-    """The URL without a password in it."""
-    parts = urlsplit(address)
-    if parts.password is None:
-        return address
-    host = parts.hostname or ""
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    return urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
 
 
 def named_system() -> str:
@@ -145,7 +135,7 @@ class PgConnection:
 
 
 def misconfigured(address: str, why: str) -> SessionError:
-    return SessionError(f"the shared store {shown(address)} cannot be used ({why}); check "
+    return SessionError(f"the shared store {shown_url(address)} cannot be used ({why}); check "
                         f"{SETTING}: postgresql://USER@HOST[:PORT]/DATABASE; {PASSWORD_FIX}")
 
 

@@ -22,10 +22,10 @@ import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from ..builds.record import BuildRecord
 from ..results.measurements import Case
+from ..urls import shown_url
 
 #: Seconds one POST may take to connect, and then to be answered.
 POST_TIMEOUT = 2.0
@@ -81,14 +81,6 @@ class Poster:
         finally:
             self.spent += time.monotonic() - started
         return sent
-
-
-def shown_url(url: str) -> str:
-    """The URL as lines show it: without a password it may hold."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _innermost(err: BaseException) -> BaseException:
