@@ -6,13 +6,11 @@ system: MPIMATRIX_SYSTEM_NAME, else the systems of the sessions this checkout ho
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 import sys
 import time
 import zlib
-from collections.abc import Iterator
 
 from ..paths import results_db
 from ..results.history import Series
@@ -46,16 +44,9 @@ def local_path():
     return results_db().parent / LOCAL_NAME
 
 
-@contextlib.contextmanager
-def _local() -> Iterator[sqlite3.Connection | None]:
+def _local():
     """The local index, read-only (None when there is none)."""
-    path = local_path()
-    if not path.exists():
-        yield None
-        return
-    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
-                                            timeout=60)) as conn:
-        yield conn
+    return store_db.sqlite_read_only(local_path())
 
 
 def system_of_raw(session: dict) -> str:

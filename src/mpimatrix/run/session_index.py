@@ -30,7 +30,7 @@ from ..results.history import Series, series_of
 from ..results.measurements import Session, load
 from ..results.session_summary import SessionSummary, summarise
 from ..results.sessions import SessionError, session_info
-from . import central_store, value_index
+from . import central_store, store_db, value_index
 from .store_db import ERRORS, PgConnection
 
 #: test case fields ReFrame records for its own bookkeeping, which nothing in mpimatrix
@@ -270,13 +270,8 @@ def reframe_error(err: sqlite3.Error) -> SessionError:
 def reframe_db() -> Iterator[sqlite3.Connection | None]:
     """ReFrame's results database, read-only (None when there is none); its errors as
     reframe_error says them."""
-    db = results_db()
-    if not db.exists():
-        yield None
-        return
     try:
-        with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True,
-                                                timeout=60)) as conn:
+        with store_db.sqlite_read_only(results_db()) as conn:
             yield conn
     except sqlite3.Error as err:
         raise reframe_error(err) from None

@@ -11,9 +11,12 @@ then says to install it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
 
 from ..results.sessions import SessionError
 from ..urls import shown_url
@@ -67,6 +70,17 @@ class StoreDown(Exception):
 
 def url() -> str:
     return os.environ.get(URL_ENV, "").strip()
+
+
+@contextlib.contextmanager
+def sqlite_read_only(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A SQLite file opened read-only (None when there is none)."""
+    if not path.exists():
+        yield None
+        return
+    with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True,
+                                            timeout=60)) as conn:
+        yield conn
 
 
 def named_system() -> str:
