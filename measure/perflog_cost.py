@@ -12,7 +12,7 @@ factory (whose start-up connection check is timed too) with mpimatrix's json_for
 (site/perflog.py: one POST per value). Each test case goes to it as ReFrame's perflog
 logger hands it over: a LogRecord with its check_* attributes. After it, the night's
 verdict records (one per distinct value, and the night's: 673) go through the same
-Poster with the budget run/perflog_verdicts.py gives them (VERDICT_BUDGET).
+Poster with the budget run/perflog_verdicts.py gives them (PERFLOG_VERDICT_BUDGET).
 
 Endpoints on 127.0.0.1: fine (answers 200), down (a closed port), 500 (answers 500) and
 hang (accepts, reads, never answers). Prints per endpoint the seconds each part took
@@ -40,13 +40,11 @@ from pathlib import Path
 from reframe.core.config import load_config
 from reframe.core.logging import _create_httpjson_handler
 
-from mpimatrix.validation.api import load
+from mpimatrix.validation.api import PERFLOG_VERDICT_BUDGET, load
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "reports" / "compare-local-5builds.json.gz"
 CONFIG = ROOT / "site_config" / "reframe_config.py"
-#: run/perflog_verdicts.py BUDGET: seconds all handlers get for a night's verdict records
-VERDICT_BUDGET = 5.0
 ENDPOINTS = ("fine", "down", "500", "hang")
 
 
@@ -165,7 +163,7 @@ def one_endpoint(name: str, config, i: int, received: list, records, verdicts) -
     # the verdicts: the Poster run/perflog_verdicts.py posts them with, a fresh one
     poster_class = type(config.get(f"{prefix}/json_formatter").poster)
     poster = poster_class(config.get(f"{prefix}/url"), config.get(f"{prefix}/extra_headers"),
-                          VERDICT_BUDGET)
+                          PERFLOG_VERDICT_BUDGET)
     sent = poster.post(verdicts)
     t3 = time.monotonic()
     print(f"{name:5} start check {t1 - t0:4.2f} s ({'on' if handler else 'skipped'}), "

@@ -69,6 +69,8 @@ NAMES: dict[str, tuple[str, str]] = {
     "log_y": ("results.report.figures", "log_y"),
     "plain_log": ("results.report.figures", "plain_log"),
     "software_dir": ("results.software_store", "software_dir"),
+    # the site's perflog handlers: the budget a night's verdict records get
+    "PERFLOG_VERDICT_BUDGET": ("run.perflog_verdicts", "BUDGET"),
     # the builds, the emulated cluster and the launch
     "load_builds": ("builds.sources", "load_builds"),
     "launch_argv": ("rfm.launchers", "launch_argv"),
