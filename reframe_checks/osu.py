@@ -99,8 +99,8 @@ class OsuCheck(rfm.RunOnlyRegressionTest, BuildCheck, CataloguePerformance):
         on_path = shutil.which(self.bench.binary)
         if on_path:
             return shlex.quote(on_path)
-        self.skip_saying(f"{self.bench.binary} not found below {bin_dir or '(no bin_dir)'} nor "
-                  f"on PATH for {self.build.name}: this OSU install lacks it")
+        self.skip_saying(f"{self.bench.binary} not found below {bin_dir or '(no bin_dir)'} "
+                         f"nor on PATH for {self.build.name}: this OSU install lacks it")
 
     @run_before("run")
     def prepare_run(self):

@@ -161,13 +161,13 @@ def test_activate_then_reframe_r_runs_every_kind_of_check_and_npb_on_every_kit_b
     assert got["rc"].strip() == "0", got["stdout"][-4000:] + got["stderr"][-3000:]
 
     cases = _session_cases(tmp_path / "out" / "results")
-    lock_sha = read_lock(kit_env["lock"]).sha256
-    npb_node = next(n for n in read_lock(kit_env["lock"]).nodes.values() if n.name == "npb")
+    lock = read_lock(kit_env["lock"])
+    npb_node = next(n for n in lock.nodes.values() if n.name == "npb")
     by_build: dict[str, set[str]] = {}
     npb = {}
     for tc in cases:
         assert tc["result"] == "pass", (tc["display_name"], tc["environ"], tc["fail_reason"])
-        assert tc["lock_sha256"] == lock_sha
+        assert tc["lock_sha256"] == lock.sha256
         assert len(tc["build_hash"]) == 32 and tc["build_spec"], tc["display_name"]
         by_build.setdefault(tc["build_name"], set()).add(tc["display_name"].split()[0])
         if tc["display_name"].startswith("NpbCheck"):

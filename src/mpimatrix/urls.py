@@ -11,8 +11,6 @@ def shown_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
-    host = parts.hostname or ""
-    if ":" in host:  # an IPv6 address keeps its brackets
-        host = f"[{host}]"
-    netloc = f"{parts.username}@{host}" if parts.username else host
-    return urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
+    host_port = parts.netloc.rpartition("@")[2]  # as written: an IPv6 host's brackets stay
+    netloc = f"{parts.username}@{host_port}" if parts.username else host_port
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -7,6 +7,7 @@ words are the verdicts' own (ValueVerdict.why, BuildVerdict.reason).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..gate import Judgement
@@ -121,7 +122,8 @@ def failures(s: Session) -> list[FailureRow]:
     return sorted(out, key=lambda r: (r.build, r.check, r.placement))
 
 
-def _with_reason(s: Session, result: str, reason) -> list[ReasonRow]:
+def _with_reason(s: Session, result: str, reason: Callable[[Case], str | None]
+                 ) -> list[ReasonRow]:
     """One row per test case of the session with `result`, and `reason(case)`."""
     seen: dict[tuple[str, str, str], str] = {}
     for c in s.cases:
